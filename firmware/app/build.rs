@@ -1,0 +1,28 @@
+//! Puts the build configuration that the harness generated on the paths the
+//! compiler and linker read: `memory.x` (the board's memory map and stack
+//! budget) and `config.rs` (board, model, arena size, input data).
+
+use std::env;
+use std::fs;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=HILMEM_BUILD_CONFIG");
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let Some(dir) = env::var_os("HILMEM_BUILD_CONFIG") else {
+        panic!(
+            "HILMEM_BUILD_CONFIG is not set: the firmware is configured per board and model \
+             by the harness; build it with `cargo xtask hil`"
+        );
+    };
+    let dir = PathBuf::from(dir);
+    for name in ["memory.x", "config.rs"] {
+        let src = dir.join(name);
+        println!("cargo:rerun-if-changed={}", src.display());
+        fs::copy(&src, out.join(name)).unwrap_or_else(|e| panic!("cannot copy {}: {e}", src.display()));
+    }
+    if env::var("CARGO_CFG_TARGET_OS").unwrap() == "none" {
+        println!("cargo:rustc-link-search={}", out.display());
+        println!("cargo:rustc-link-arg=-Tlink.x");
+    }
+}

@@ -1,0 +1,177 @@
+//! A safe face over the TFLM shim, and the `DebugLog` hook that turns TFLM's
+//! messages into log lines and remembers the last one for failure reports.
+
+use core::cell::RefCell;
+
+use critical_section::Mutex;
+use tflm_sys::{status, tensor_type, Tensor};
+
+use crate::board;
+
+/// Room for TFLM's messages about one step; the failure frame carries them.
+const MESSAGE_BYTES: usize = 200;
+
+/// What TFLM said since [`clear_messages`], messages joined by "; ".
+struct Messages {
+    text: [u8; MESSAGE_BYTES],
+    len: usize,
+    /// TFLM ends each message with a separate "\r\n".
+    at_message_start: bool,
+}
+
+static MESSAGES: Mutex<RefCell<Messages>> =
+    Mutex::new(RefCell::new(Messages { text: [0; MESSAGE_BYTES], len: 0, at_message_start: true }));
+
+impl Messages {
+    fn push(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(MESSAGE_BYTES - self.len);
+        self.text[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+}
+
+/// TFLM's logging hook: it calls this with the message text, then with "\r\n".
+#[no_mangle]
+extern "C" fn DebugLog(s: *const core::ffi::c_char) {
+    // SAFETY: TFLM passes NUL-terminated strings.
+    let bytes = unsafe { core::ffi::CStr::from_ptr(s) }.to_bytes();
+    board::write(bytes);
+    critical_section::with(|cs| {
+        let mut messages = MESSAGES.borrow_ref_mut(cs);
+        if bytes == b"\r\n" {
+            messages.at_message_start = true;
+            return;
+        }
+        if messages.at_message_start && messages.len > 0 {
+            messages.push(b"; ");
+        }
+        messages.at_message_start = false;
+        messages.push(bytes);
+    });
+}
+
+/// Forgets what TFLM said so far; call before a step whose errors matter.
+pub fn clear_messages() {
+    critical_section::with(|cs| {
+        let mut messages = MESSAGES.borrow_ref_mut(cs);
+        messages.len = 0;
+        messages.at_message_start = true;
+    });
+}
+
+/// Calls `f` with what TFLM said since [`clear_messages`] (empty if nothing).
+pub fn with_messages<R>(f: impl FnOnce(&str) -> R) -> R {
+    critical_section::with(|cs| {
+        let messages = MESSAGES.borrow_ref(cs);
+        let text = &messages.text[..messages.len];
+        let text = match core::str::from_utf8(text) {
+            Ok(t) => t,
+            Err(e) => core::str::from_utf8(&text[..e.valid_up_to()]).unwrap(),
+        };
+        f(text)
+    })
+}
+
+/// Why TFLM refused.
+#[derive(Clone, Copy)]
+pub struct Error {
+    pub code: i32,
+}
+
+impl Error {
+    pub fn what(&self) -> &'static str {
+        match self.code {
+            status::VERIFY => "model is not a valid TFLite flatbuffer",
+            status::SCHEMA => "model schema version differs from TFLM's",
+            status::INIT => "interpreter initialisation failed",
+            status::ALLOCATE => "AllocateTensors failed",
+            status::INVOKE => "Invoke failed",
+            status::NO_TENSOR => "no such tensor",
+            status::NOT_LOADED => "no model loaded",
+            _ => "unknown shim status",
+        }
+    }
+}
+
+fn check(code: i32) -> Result<(), Error> {
+    if code == status::OK {
+        Ok(())
+    } else {
+        Err(Error { code })
+    }
+}
+
+/// Verifies the model, builds the interpreter over `arena` and allocates tensors.
+pub fn load(model: &'static [u8], arena: &'static mut [u8]) -> Result<(), Error> {
+    // SAFETY: the model and arena outlive the interpreter (both are 'static),
+    // and the shim keeps no other reference to them.
+    check(unsafe { tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32) })
+}
+
+pub fn invoke() -> Result<(), Error> {
+    // SAFETY: the shim checks that a model is loaded.
+    check(unsafe { tflm_sys::hm_tflm_invoke() })
+}
+
+pub fn arena_used_bytes() -> u32 {
+    // SAFETY: plain query.
+    unsafe { tflm_sys::hm_tflm_arena_used_bytes() }
+}
+
+fn describe(getter: unsafe extern "C" fn(u32, *mut Tensor) -> i32, index: u32) -> Result<Tensor, Error> {
+    let mut t = Tensor::EMPTY;
+    // SAFETY: `t` is a valid out-pointer.
+    check(unsafe { getter(index, &mut t) })?;
+    Ok(t)
+}
+
+/// Copies `data` into input tensor `index`; the sizes must match exactly.
+pub fn set_input(index: u32, data: &[u8]) -> Result<(), (u32, u32)> {
+    let t = describe(tflm_sys::hm_tflm_input, index).map_err(|_| (0, data.len() as u32))?;
+    if t.bytes as usize != data.len() {
+        return Err((t.bytes, data.len() as u32));
+    }
+    // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena.
+    unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), t.data as *mut u8, data.len()) };
+    Ok(())
+}
+
+/// The answer in output tensor 0: index of the largest element and the first
+/// element, dequantized.
+pub fn top_output() -> Result<(u32, f32), Error> {
+    let t = describe(tflm_sys::hm_tflm_output, 0)?;
+    let dequant = |q: i32| (q - t.zero_point) as f32 * t.scale;
+    // SAFETY: the tensor's buffer holds `t.bytes` bytes of its type.
+    let (class, first) = unsafe {
+        match t.kind {
+            tensor_type::FLOAT32 => {
+                let v = core::slice::from_raw_parts(t.data as *const f32, t.bytes as usize / 4);
+                (argmax(v), v.first().copied().unwrap_or(0.0))
+            }
+            tensor_type::UINT8 => {
+                let v = core::slice::from_raw_parts(t.data as *const u8, t.bytes as usize);
+                (argmax(v), v.first().map_or(0.0, |&q| dequant(q.into())))
+            }
+            tensor_type::INT8 => {
+                let v = core::slice::from_raw_parts(t.data as *const i8, t.bytes as usize);
+                (argmax(v), v.first().map_or(0.0, |&q| dequant(q.into())))
+            }
+            tensor_type::INT32 => {
+                let v = core::slice::from_raw_parts(t.data as *const i32, t.bytes as usize / 4);
+                (argmax(v), v.first().map_or(0.0, |&q| q as f32))
+            }
+            _ => return Err(Error { code: status::NO_TENSOR }),
+        }
+    };
+    Ok((class, first))
+}
+
+fn argmax<T: PartialOrd + Copy>(values: &[T]) -> u32 {
+    let mut best = 0;
+    for (i, v) in values.iter().enumerate() {
+        if *v > values[best] {
+            best = i;
+        }
+    }
+    best as u32
+}

@@ -1,0 +1,248 @@
+//! Checks that the machine has what building and running the firmware needs,
+//! and installs what it can: Debian packages through apt (as root or with
+//! passwordless sudo) and Rust targets through rustup. Everything else stops
+//! with the exact command to run.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::qemu::QEMU;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DoctorError {
+    #[error("missing: {missing}\nto install: {how}")]
+    Missing { missing: String, how: String },
+    #[error("`{command}` failed:\n{output}")]
+    InstallFailed { command: String, output: String },
+}
+
+/// Something the build or the run needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    /// A tool or library from a Debian package, and how to tell it is there.
+    Package { what: &'static str, package: &'static str, probe: Probe },
+    /// A Rust target's standard library.
+    RustTarget(String),
+    /// cargo-nextest, the test runner.
+    Nextest,
+}
+
+/// How to tell that a package's content is usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// The program answers `--version`.
+    Runs(&'static str),
+    /// The cross compiler finds this library for a Cortex-M target.
+    CrossLibrary(&'static str),
+    /// The cross C++ compiler finds this header.
+    CrossHeader(&'static str),
+}
+
+impl Need {
+    fn describe(&self) -> String {
+        match self {
+            Need::Package { what, package, .. } => format!("{what} (Debian package {package})"),
+            Need::RustTarget(t) => format!("Rust target {t}"),
+            Need::Nextest => "cargo-nextest".into(),
+        }
+    }
+}
+
+/// Everything needed to build firmware for `targets` and run it in QEMU, plus
+/// the test runner when `nextest` is set.
+pub fn needs(targets: &[String], nextest: bool) -> Vec<Need> {
+    let mut needs = vec![
+        Need::Package {
+            what: "arm-none-eabi-gcc",
+            package: "gcc-arm-none-eabi",
+            probe: Probe::Runs("arm-none-eabi-gcc"),
+        },
+        Need::Package {
+            what: "newlib for arm-none-eabi",
+            package: "libnewlib-arm-none-eabi",
+            probe: Probe::CrossLibrary("libc_nano.a"),
+        },
+        Need::Package {
+            what: "libstdc++ headers for arm-none-eabi",
+            package: "libstdc++-arm-none-eabi-newlib",
+            probe: Probe::CrossHeader("new"),
+        },
+        Need::Package { what: QEMU, package: "qemu-system-arm", probe: Probe::Runs(QEMU) },
+    ];
+    needs.extend(targets.iter().map(|t| Need::RustTarget(t.clone())));
+    if nextest {
+        needs.push(Need::Nextest);
+    }
+    needs
+}
+
+fn succeeds(command: &mut Command) -> bool {
+    command.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+fn output(command: &mut Command) -> Option<String> {
+    let out = command.stderr(Stdio::null()).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Whether `need` is met on this machine (`root` is the checkout, whose
+/// rust-toolchain.toml picks the toolchain).
+pub fn is_met(need: &Need, root: &Path) -> bool {
+    match need {
+        Need::Package { probe: Probe::Runs(program), .. } => succeeds(Command::new(program).arg("--version")),
+        Need::Package { probe: Probe::CrossLibrary(name), .. } => {
+            // GCC echoes the bare name when it cannot find the file.
+            output(
+                Command::new("arm-none-eabi-gcc")
+                    .args(["-mthumb", "-mcpu=cortex-m4"])
+                    .arg(format!("-print-file-name={name}")),
+            )
+            .is_some_and(|p| Path::new(&p).is_absolute())
+        }
+        Need::Package { probe: Probe::CrossHeader(header), .. } => {
+            let child = Command::new("arm-none-eabi-g++")
+                .args(["-x", "c++", "-fsyntax-only", "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            child.is_ok_and(|mut c| {
+                let wrote = c.stdin.take().unwrap().write_all(format!("#include <{header}>\n").as_bytes()).is_ok();
+                c.wait().is_ok_and(|s| s.success()) && wrote
+            })
+        }
+        Need::RustTarget(target) => output(Command::new("rustc").current_dir(root).args(["--print", "sysroot"]))
+            .is_some_and(|sysroot| Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir()),
+        Need::Nextest => succeeds(Command::new("cargo").current_dir(root).args(["nextest", "--version"])),
+    }
+}
+
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).as_deref() == Some("0")
+}
+
+/// Runs `program args`, as root through sudo when needed.
+fn run_privileged(program: &str, args: &[&str], progress: &mut dyn FnMut(&str)) -> Result<(), DoctorError> {
+    let mut command = if is_root() {
+        Command::new(program)
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(["-n", program]);
+        c
+    };
+    command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    run_logged(command, progress)
+}
+
+fn run_logged(mut command: Command, progress: &mut dyn FnMut(&str)) -> Result<(), DoctorError> {
+    let shown = format!("{command:?}").replace('"', "");
+    progress(&format!("running {shown}"));
+    let out =
+        command.output().map_err(|e| DoctorError::InstallFailed { command: shown.clone(), output: e.to_string() })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let tail: Vec<_> = text.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
+        Err(DoctorError::InstallFailed { command: shown, output: tail.join("\n") })
+    }
+}
+
+fn can_use_apt() -> bool {
+    succeeds(Command::new("apt-get").arg("--version"))
+        && (is_root() || succeeds(Command::new("sudo").args(["-n", "true"])))
+}
+
+/// Checks every need, installs what is missing where it can, and fails with
+/// the commands to run for the rest. With `quiet`, says nothing when nothing
+/// is missing.
+pub fn ensure(needs: &[Need], root: &Path, quiet: bool, progress: &mut dyn FnMut(&str)) -> Result<(), DoctorError> {
+    let missing: Vec<&Need> = needs.iter().filter(|n| !is_met(n, root)).collect();
+    if quiet && missing.is_empty() {
+        return Ok(());
+    }
+    for need in needs {
+        let state = if missing.contains(&need) { "missing" } else { "ok" };
+        progress(&format!("{state:>7}  {}", need.describe()));
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+
+    let packages: Vec<&str> = missing
+        .iter()
+        .filter_map(|n| match n {
+            Need::Package { package, .. } => Some(*package),
+            _ => None,
+        })
+        .collect();
+    let targets: Vec<&str> = missing
+        .iter()
+        .filter_map(|n| match n {
+            Need::RustTarget(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut manual = Vec::new();
+
+    if !packages.is_empty() {
+        let mut install = vec!["install", "-y", "--no-install-recommends"];
+        install.extend(&packages);
+        if can_use_apt() {
+            if run_privileged("apt-get", &install, progress).is_err() {
+                // A fresh machine may have no package lists yet.
+                run_privileged("apt-get", &["update"], progress)?;
+                run_privileged("apt-get", &install, progress)?;
+            }
+        } else {
+            manual.push(format!("sudo apt-get install {} (or your system's equivalent)", packages.join(" ")));
+        }
+    }
+    if !targets.is_empty() {
+        let mut command = Command::new("rustup");
+        command.current_dir(root).args(["target", "add"]).args(&targets);
+        if succeeds(Command::new("rustup").arg("--version")) {
+            run_logged(command, progress)?;
+        } else {
+            manual.push(format!("rustup target add {}", targets.join(" ")));
+        }
+    }
+    if missing.contains(&&Need::Nextest) {
+        let mut command = Command::new("cargo");
+        command.current_dir(root).args(["install", "--locked", "cargo-nextest"]);
+        run_logged(command, progress)?;
+    }
+
+    let still: Vec<String> = needs.iter().filter(|n| !is_met(n, root)).map(Need::describe).collect();
+    if still.is_empty() {
+        progress("everything is installed");
+        return Ok(());
+    }
+    let how = if manual.is_empty() { "see the errors above".to_owned() } else { manual.join("; ") };
+    Err(DoctorError::Missing { missing: still.join(", "), how })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_tools_are_named_with_the_commands_to_get_them() {
+        // A machine with none of the tools: an empty PATH. (nextest runs each
+        // test in its own process, so no other test sees this PATH.)
+        let empty = tempfile::tempdir().unwrap();
+        std::env::set_var("PATH", empty.path());
+        let needs = needs(&["thumbv7em-none-eabihf".to_owned()], false);
+        let mut lines = Vec::new();
+        let err = ensure(&needs, Path::new("."), true, &mut |l| lines.push(l.to_owned())).unwrap_err().to_string();
+        assert!(err.contains("arm-none-eabi-gcc (Debian package gcc-arm-none-eabi)"), "{err}");
+        assert!(err.contains("Rust target thumbv7em-none-eabihf"), "{err}");
+        assert!(
+            err.contains("sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm"),
+            "{err}"
+        );
+        assert!(err.contains("rustup target add thumbv7em-none-eabihf"), "{err}");
+        assert!(lines.iter().any(|l| l.contains("missing  qemu-system-arm")), "{lines:?}");
+    }
+}

@@ -1,0 +1,62 @@
+//! File writes that never leave a half-written file behind.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Writes `contents` to a temporary file next to `path` and renames it into
+/// place, so readers see the old file or the new one, never a mix.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Like [`write_atomic`], but leaves the file (and its timestamp) alone when it
+/// already holds `contents`, so build tools do not see a change.
+pub fn write_if_changed(path: &Path, contents: &[u8]) -> io::Result<()> {
+    match fs::read(path) {
+        Ok(old) if old == contents => Ok(()),
+        _ => write_atomic(path, contents),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temporaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b.txt");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["b.txt"]);
+    }
+
+    #[test]
+    fn unchanged_contents_keep_the_timestamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.rs");
+        write_if_changed(&path, b"x").unwrap();
+        let before = fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write_if_changed(&path, b"x").unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), before);
+        write_if_changed(&path, b"y").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"y");
+    }
+}

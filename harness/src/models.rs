@@ -1,0 +1,330 @@
+//! The model set: `hil.toml` at the repository root names each model, its
+//! arena size and its inputs, and what the model should answer for them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::strict_toml::{self, TomlError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelsError {
+    #[error(transparent)]
+    Toml(#[from] TomlError),
+    #[error("{file}: key `{key}`: {why}")]
+    Invalid { file: PathBuf, key: String, why: String },
+    #[error("no model `{name}` in {file} (models: {available})")]
+    Unknown { name: String, file: PathBuf, available: String },
+    #[error("model `{model}`: cannot read {path}: {source}")]
+    Read { model: String, path: PathBuf, source: std::io::Error },
+    #[error("model `{model}`: {path} is not a TFLite flatbuffer ({why})")]
+    NotTflite { model: String, path: PathBuf, why: String },
+}
+
+/// One model to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    pub name: String,
+    /// The `.tflite` file.
+    pub file: PathBuf,
+    /// Size of the firmware's static tensor arena.
+    pub arena_bytes: u32,
+    pub inputs: Vec<InputSpec>,
+}
+
+/// One input the single-frame scenario feeds to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputSpec {
+    pub name: String,
+    pub data: InputData,
+    pub expect: Option<Expect>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputData {
+    /// A file of bytes in the given layout.
+    File { path: PathBuf, format: Format },
+    /// 32-bit floats written in the target's (little-endian) layout.
+    Values(Vec<f32>),
+}
+
+/// Byte layout of an input file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Exactly the bytes of the input tensor.
+    Raw,
+    /// Big-endian 32-bit floats, converted to the target's byte order.
+    F32Be,
+}
+
+/// What the model should answer for an input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expect {
+    /// Index of the largest element of output 0.
+    Class(u32),
+    /// First element of output 0 (dequantized), within a tolerance.
+    Value { value: f32, tolerance: f32 },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(rename = "model")]
+    models: Vec<RawModel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    name: String,
+    file: PathBuf,
+    arena_bytes: u32,
+    #[serde(rename = "input", default)]
+    inputs: Vec<RawInput>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInput {
+    name: String,
+    file: Option<PathBuf>,
+    format: Option<Format>,
+    values: Option<Vec<f32>>,
+    expect_class: Option<u32>,
+    expect_value: Option<f32>,
+    tolerance: Option<f32>,
+}
+
+/// Longest input name; it travels in protocol frames.
+const MAX_INPUT_NAME: usize = 64;
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_INPUT_NAME
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// Reads and validates a models file; relative paths are relative to it.
+pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
+    let raw: RawConfig = strict_toml::read(file)?;
+    let base = file.parent().unwrap_or(Path::new("."));
+    let invalid = |key: String, why: &str| ModelsError::Invalid { file: file.to_owned(), key, why: why.to_owned() };
+    let mut seen = BTreeSet::new();
+    let mut models = Vec::new();
+    for (m, raw_model) in raw.models.into_iter().enumerate() {
+        let key = |k: &str| format!("model[{m}].{k}");
+        if !valid_name(&raw_model.name) {
+            return Err(invalid(key("name"), "use 1-64 characters from a-z, 0-9, `_` and `-`"));
+        }
+        if !seen.insert(raw_model.name.clone()) {
+            return Err(invalid(key("name"), &format!("`{}` is named twice", raw_model.name)));
+        }
+        if raw_model.arena_bytes < 16 {
+            return Err(invalid(key("arena_bytes"), "must be at least 16"));
+        }
+        if raw_model.inputs.is_empty() {
+            return Err(invalid(key("input"), "give at least one [[model.input]] for the single-frame scenario"));
+        }
+        let mut inputs = Vec::new();
+        let mut input_names = BTreeSet::new();
+        for (i, raw_input) in raw_model.inputs.into_iter().enumerate() {
+            let key = |k: &str| format!("model[{m}].input[{i}].{k}");
+            if !valid_name(&raw_input.name) {
+                return Err(invalid(key("name"), "use 1-64 characters from a-z, 0-9, `_` and `-`"));
+            }
+            if !input_names.insert(raw_input.name.clone()) {
+                return Err(invalid(key("name"), &format!("`{}` is named twice", raw_input.name)));
+            }
+            let data = match (raw_input.file, raw_input.values, raw_input.format) {
+                (Some(path), None, format) => {
+                    InputData::File { path: base.join(path), format: format.unwrap_or(Format::Raw) }
+                }
+                (None, Some(values), None) if !values.is_empty() => InputData::Values(values),
+                (None, Some(_), Some(_)) => return Err(invalid(key("format"), "applies to `file` only")),
+                _ => return Err(invalid(key("file"), "give either `file` or a non-empty `values`")),
+            };
+            let expect = match (raw_input.expect_class, raw_input.expect_value, raw_input.tolerance) {
+                (None, None, None) => None,
+                (Some(class), None, None) => Some(Expect::Class(class)),
+                (None, Some(value), Some(tolerance)) if tolerance >= 0.0 => Some(Expect::Value { value, tolerance }),
+                (None, Some(_), _) => {
+                    return Err(invalid(key("tolerance"), "`expect_value` needs a non-negative `tolerance`"))
+                }
+                _ => {
+                    return Err(invalid(
+                        key("expect_class"),
+                        "give `expect_class`, or `expect_value` with `tolerance`, not both",
+                    ))
+                }
+            };
+            inputs.push(InputSpec { name: raw_input.name, data, expect });
+        }
+        models.push(ModelSpec {
+            name: raw_model.name,
+            file: base.join(raw_model.file),
+            arena_bytes: raw_model.arena_bytes,
+            inputs,
+        });
+    }
+    if models.is_empty() {
+        return Err(invalid("model".into(), "no models configured"));
+    }
+    Ok(models)
+}
+
+/// Keeps the models named in `names` (all when empty), in the order of the file.
+pub fn select(models: Vec<ModelSpec>, names: &[String], file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
+    for name in names {
+        if !models.iter().any(|m| &m.name == name) {
+            return Err(ModelsError::Unknown {
+                name: name.clone(),
+                file: file.to_owned(),
+                available: models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    Ok(models.into_iter().filter(|m| names.is_empty() || names.contains(&m.name)).collect())
+}
+
+impl ModelSpec {
+    /// The model's bytes, after the cheap checks that catch a wrong file
+    /// before anything is built: readable, and a flatbuffer with the `TFL3`
+    /// identifier. TFLM's verifier on the target checks the rest.
+    pub fn read(&self) -> Result<Vec<u8>, ModelsError> {
+        let bytes = std::fs::read(&self.file).map_err(|source| ModelsError::Read {
+            model: self.name.clone(),
+            path: self.file.clone(),
+            source,
+        })?;
+        let not = |why: &str| ModelsError::NotTflite {
+            model: self.name.clone(),
+            path: self.file.clone(),
+            why: why.to_owned(),
+        };
+        if bytes.len() < 8 {
+            return Err(not(&format!("{} bytes is too short", bytes.len())));
+        }
+        if &bytes[4..8] != b"TFL3" {
+            return Err(not("the file identifier is not `TFL3`"));
+        }
+        Ok(bytes)
+    }
+}
+
+impl InputSpec {
+    /// The bytes to copy into the input tensor.
+    pub fn bytes(&self, model: &str) -> Result<Vec<u8>, ModelsError> {
+        match &self.data {
+            InputData::Values(values) => Ok(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            InputData::File { path, format } => {
+                let bytes = std::fs::read(path).map_err(|source| ModelsError::Read {
+                    model: model.to_owned(),
+                    path: path.clone(),
+                    source,
+                })?;
+                match format {
+                    Format::Raw => Ok(bytes),
+                    Format::F32Be if bytes.len() % 4 != 0 => Err(ModelsError::Invalid {
+                        file: path.clone(),
+                        key: format!("input `{}`", self.name),
+                        why: format!("{} bytes is not a whole number of f32 values", bytes.len()),
+                    }),
+                    Format::F32Be => Ok(bytes
+                        .chunks_exact(4)
+                        .flat_map(|c| f32::from_be_bytes(c.try_into().unwrap()).to_le_bytes())
+                        .collect()),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Vec<ModelSpec>, ModelsError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hil.toml");
+        std::fs::write(&file, text).unwrap();
+        load(&file)
+    }
+
+    const ONE: &str = r#"
+[[model]]
+name = "m"
+file = "m.tflite"
+arena_bytes = 1024
+[[model.input]]
+name = "x"
+values = [1.0, 2.0]
+expect_value = 0.5
+tolerance = 0.1
+[[model.input]]
+name = "img"
+file = "img.data"
+expect_class = 2
+"#;
+
+    #[test]
+    fn the_repository_models_file_loads() {
+        let ws = crate::Workspace::from_source();
+        let models = load(&ws.models_file()).unwrap();
+        let names: Vec<_> = models.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["hello_world", "micro_speech", "magic_wand", "person_detection"]);
+        for m in &models {
+            m.read().unwrap();
+            for input in &m.inputs {
+                assert!(!input.bytes(&m.name).unwrap().is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn inputs_and_expectations_parse() {
+        let models = load_text(ONE).unwrap();
+        let inputs = &models[0].inputs;
+        assert_eq!(inputs[0].data, InputData::Values(vec![1.0, 2.0]));
+        assert_eq!(inputs[0].expect, Some(Expect::Value { value: 0.5, tolerance: 0.1 }));
+        assert_eq!(inputs[0].bytes("m").unwrap(), [1f32.to_le_bytes(), 2f32.to_le_bytes()].concat());
+        assert_eq!(inputs[1].expect, Some(Expect::Class(2)));
+        assert!(matches!(&inputs[1].data, InputData::File { format: Format::Raw, .. }));
+    }
+
+    #[test]
+    fn bad_configs_name_the_key() {
+        let cases = [
+            (ONE.replace("name = \"m\"", "name = \"M!\""), "model[0].name"),
+            (ONE.replace("tolerance = 0.1\n", ""), "model[0].input[0].tolerance"),
+            (ONE.replace("expect_class = 2", "expect_class = 2\nexpect_value = 1.0"), "model[0].input[1].expect_class"),
+            (ONE.replace("values = [1.0, 2.0]", ""), "model[0].input[0].file"),
+            (ONE.replace("name = \"img\"", "name = \"x\""), "model[0].input[1].name"),
+            (ONE.replace("arena_bytes = 1024", "arena_bytes = 1024\nsize = 3"), "unknown field `size`"),
+            (ONE.replace("arena_bytes = 1024", "arena_bytes = -1"), "model[0].arena_bytes"),
+            (format!("{ONE}{ONE}"), "`m` is named twice"),
+        ];
+        for (text, expected) in cases {
+            let err = load_text(&text).unwrap_err().to_string();
+            assert!(err.contains("hil.toml") && err.contains(expected), "{expected}: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_model_names_list_the_known_ones() {
+        let models = load_text(ONE).unwrap();
+        let err = select(models, &["other".into()], Path::new("hil.toml")).unwrap_err().to_string();
+        assert_eq!(err, "no model `other` in hil.toml (models: m)");
+    }
+
+    #[test]
+    fn a_file_that_is_not_tflite_is_refused_before_building() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.tflite");
+        std::fs::write(&path, b"GIF89a not a model").unwrap();
+        let spec = ModelSpec { name: "bad".into(), file: path, arena_bytes: 64, inputs: vec![] };
+        let err = spec.read().unwrap_err().to_string();
+        assert!(err.starts_with("model `bad`: ") && err.contains("not a TFLite flatbuffer"), "{err}");
+    }
+}

@@ -1,0 +1,136 @@
+//! Decodes what a firmware run printed: protocol frames into a record of the
+//! run, everything else kept as log lines for diagnostics.
+
+use std::collections::BTreeMap;
+
+use hilmem_protocol::{parse_line, Frame, FrameError, Line, MAX_PAYLOAD};
+
+/// Who the firmware says it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub board: String,
+    pub model: String,
+    pub arena_capacity: u32,
+    pub stack_size: u32,
+}
+
+/// The model's answer for one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub input: String,
+    pub class: u32,
+    pub value: f32,
+}
+
+/// Why the firmware stopped a scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub stage: String,
+    pub code: i32,
+    pub detail: String,
+}
+
+/// A frame line that did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corrupt {
+    pub line: String,
+    pub error: FrameError,
+}
+
+/// Everything one run of the firmware said, in order of arrival.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Session {
+    pub hello: Option<Hello>,
+    pub metrics: BTreeMap<String, i64>,
+    pub outputs: Vec<Output>,
+    pub failure: Option<Failure>,
+    /// `Some(ok)` once the firmware sent its last frame.
+    pub done: Option<bool>,
+    /// Lines that were not frames.
+    pub log: Vec<String>,
+    pub corrupt: Vec<Corrupt>,
+    /// Frames that arrived where they make no sense (a second hello, a
+    /// command, anything after `Done`).
+    pub unexpected: Vec<String>,
+}
+
+impl Session {
+    /// Takes one line of output (line ending optional).
+    pub fn feed(&mut self, line: &str) {
+        let line = line.trim_end_matches(['\r', '\n']);
+        let mut buf = [0u8; MAX_PAYLOAD];
+        let frame = match parse_line(line, &mut buf) {
+            Line::Log(text) => return self.log.push(text.to_owned()),
+            Line::Frame(Err(error)) => return self.corrupt.push(Corrupt { line: line.to_owned(), error }),
+            Line::Frame(Ok(frame)) => frame,
+        };
+        if self.done.is_some() {
+            return self.unexpected.push(line.to_owned());
+        }
+        match frame {
+            Frame::Hello { board, model, arena_capacity, stack_size } if self.hello.is_none() => {
+                self.hello = Some(Hello { board: board.into(), model: model.into(), arena_capacity, stack_size });
+            }
+            Frame::Metric { name, value } => {
+                self.metrics.insert(name.to_owned(), value);
+            }
+            Frame::Output { input, class, value } => self.outputs.push(Output { input: input.into(), class, value }),
+            Frame::Failure { stage, code, detail } => {
+                self.failure = Some(Failure { stage: stage.into(), code, detail: detail.into() })
+            }
+            Frame::Done { ok } => self.done = Some(ok),
+            Frame::Hello { .. } | Frame::Run { .. } => self.unexpected.push(line.to_owned()),
+        }
+    }
+
+    /// The last `n` lines of any kind, for error messages.
+    pub fn tail(&self, n: usize) -> Vec<String> {
+        self.log.iter().rev().take(n).rev().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(f: Frame) -> String {
+        let mut out = Vec::new();
+        f.write_line(|b| out.extend_from_slice(b)).unwrap();
+        String::from_utf8(out).unwrap() + "\r\n"
+    }
+
+    #[test]
+    fn frames_and_logs_are_separated() {
+        let mut s = Session::default();
+        s.feed(&frame(Frame::Hello { board: "b", model: "m", arena_capacity: 10, stack_size: 20 }));
+        s.feed("Total buffer usage: 5 bytes\r\n");
+        s.feed(&frame(Frame::Metric { name: "arena_used_bytes", value: 5 }));
+        s.feed(&frame(Frame::Output { input: "x", class: 2, value: 0.5 }));
+        s.feed(&frame(Frame::Done { ok: true }));
+        assert_eq!(s.hello.as_ref().unwrap().stack_size, 20);
+        assert_eq!(s.metrics["arena_used_bytes"], 5);
+        assert_eq!(s.outputs, [Output { input: "x".into(), class: 2, value: 0.5 }]);
+        assert_eq!(s.log, ["Total buffer usage: 5 bytes"]);
+        assert_eq!(s.done, Some(true));
+        assert!(s.corrupt.is_empty() && s.unexpected.is_empty());
+    }
+
+    #[test]
+    fn corrupt_frames_never_become_numbers() {
+        let mut s = Session::default();
+        let good = frame(Frame::Metric { name: "stack_peak_bytes", value: 1000 });
+        let bad = good.replacen("~hm1 03", "~hm1 13", 1);
+        s.feed(&bad);
+        assert!(s.metrics.is_empty());
+        assert!(matches!(s.corrupt[0].error, FrameError::Checksum { .. }));
+    }
+
+    #[test]
+    fn frames_after_done_are_unexpected() {
+        let mut s = Session::default();
+        s.feed(&frame(Frame::Done { ok: true }));
+        s.feed(&frame(Frame::Metric { name: "late", value: 1 }));
+        assert!(s.metrics.is_empty());
+        assert_eq!(s.unexpected.len(), 1);
+    }
+}

@@ -1,0 +1,139 @@
+//! Bad models, bad inputs and broken firmware end in clear errors that name
+//! the model and the reason, never in numbers.
+
+use std::time::Duration;
+
+use harness::hil;
+use harness::measurement::SINGLE_FRAME;
+use harness::qemu::Ending;
+use hilmem_protocol::exit;
+
+use crate::support::*;
+
+fn models_dir() -> std::path::PathBuf {
+    ws().root().join("firmware/models")
+}
+
+/// Index of the first operator code's `builtin_code` byte in a TFLite model,
+/// found by walking the flatbuffer tables (Model.operator_codes[0].builtin_code).
+fn first_opcode_offset(model: &[u8]) -> usize {
+    let u32_at = |at: usize| u32::from_le_bytes(model[at..at + 4].try_into().unwrap()) as usize;
+    let i32_at = |at: usize| i32::from_le_bytes(model[at..at + 4].try_into().unwrap()) as isize;
+    let u16_at = |at: usize| u16::from_le_bytes(model[at..at + 2].try_into().unwrap()) as usize;
+    let field = |table: usize, index: usize| {
+        let vtable = (table as isize - i32_at(table)) as usize;
+        let offset = u16_at(vtable + 4 + 2 * index);
+        assert_ne!(offset, 0, "field {index} absent");
+        table + offset
+    };
+    let model_table = u32_at(0);
+    let codes_field = field(model_table, 1);
+    let codes = codes_field + u32_at(codes_field);
+    let first_entry = codes + 4;
+    let first_code = first_entry + u32_at(first_entry);
+    field(first_code, 0)
+}
+
+#[test]
+fn models_tflm_cannot_load_are_reported_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let hello = std::fs::read(models_dir().join("hello_world.tflite")).unwrap();
+
+    // Right header, scrambled body.
+    let mut corrupt = hello.clone();
+    for (i, byte) in corrupt.iter_mut().enumerate().skip(8) {
+        *byte = (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3];
+    }
+    std::fs::write(dir.path().join("corrupt.tflite"), &corrupt).unwrap();
+    // Cut in half.
+    std::fs::write(dir.path().join("truncated.tflite"), &hello[..hello.len() / 2]).unwrap();
+    // FULLY_CONNECTED (9) turned into SHAPE (77), which this TFLM lacks.
+    let mut missing_op = hello.clone();
+    let at = first_opcode_offset(&missing_op);
+    assert_eq!(missing_op[at], 9, "hello_world's first operator is FULLY_CONNECTED");
+    missing_op[at] = 77;
+    std::fs::write(dir.path().join("missing_op.tflite"), &missing_op).unwrap();
+    std::fs::copy(models_dir().join("hello_world.tflite"), dir.path().join("hello.tflite")).unwrap();
+
+    let model = |name: &str, file: &str, arena: u32| {
+        format!("[[model]]\nname = \"{name}\"\nfile = \"{file}\"\narena_bytes = {arena}\n[[model.input]]\nname = \"x\"\nvalues = [0.5]\n")
+    };
+    let toml = [
+        model("corrupt", "corrupt.tflite", 2048),
+        model("truncated", "truncated.tflite", 2048),
+        model("missing_op", "missing_op.tflite", 2048),
+        model("tiny_arena", "hello.tflite", 256),
+    ]
+    .concat();
+    let results = hil_with_models(dir.path(), &toml);
+    assert!(results.records.is_empty(), "{:?}", results.records);
+    let error = |name: &str| results.failed.iter().find(|f| f.model == name).unwrap().error.clone();
+
+    for name in ["corrupt", "truncated"] {
+        let e = error(name);
+        assert!(e.contains(&format!("model `{name}`")) && e.contains("TFLM could not load the model"), "{e}");
+        assert!(e.contains("not a valid TFLite flatbuffer"), "{e}");
+    }
+    let e = error("missing_op");
+    assert!(e.contains("model `missing_op`") && e.contains("SHAPE"), "{e}");
+    let e = error("tiny_arena");
+    assert!(e.contains("model `tiny_arena`") && e.contains("TFLM could not load the model"), "{e}");
+}
+
+#[test]
+fn files_that_are_not_models_are_refused_before_building() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.tflite"), "this is not a model").unwrap();
+    let toml = "[[model]]\nname = \"notes\"\nfile = \"notes.tflite\"\narena_bytes = 2048\n[[model.input]]\nname = \"x\"\nvalues = [0.5]\n";
+    let results = hil_with_models(dir.path(), toml);
+    let e = &results.failed[0].error;
+    assert!(e.starts_with("model `notes`: ") && e.contains("not a TFLite flatbuffer"), "{e}");
+}
+
+#[test]
+fn an_input_of_the_wrong_size_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[model]]\nname = \"wide_input\"\nfile = \"{}\"\narena_bytes = 2048\n[[model.input]]\nname = \"two-values\"\nvalues = [0.5, 1.5]\n",
+        models_dir().join("hello_world.tflite").display()
+    );
+    let results = hil_with_models(dir.path(), &toml);
+    let e = &results.failed[0].error;
+    assert!(e.contains("input `two-values` has 8 bytes; the model's input tensor takes 4"), "{e}");
+}
+
+#[test]
+fn panics_faults_and_hangs_end_the_run_with_their_own_status() {
+    let (firmware, _) = build(&model("hello_world"));
+    let panic = run(&firmware, "selftest-panic", TIMEOUT);
+    assert_eq!(panic.ending, Ending::Exited(exit::PANIC));
+    assert!(
+        panic.session.log.iter().any(|l| l.contains("panic: ") && l.contains("self-test panic")),
+        "{:?}",
+        panic.session.log
+    );
+
+    let fault = run(&firmware, "selftest-hardfault", TIMEOUT);
+    assert_eq!(fault.ending, Ending::Exited(exit::HARD_FAULT));
+    assert!(fault.session.log.iter().any(|l| l.contains("hard fault at pc=")), "{:?}", fault.session.log);
+
+    let limit = Duration::from_secs(3);
+    let hang = run(&firmware, "selftest-hang", limit);
+    assert_eq!(hang.ending, Ending::TimedOut(limit));
+    // What it printed before it hung is kept for the report.
+    assert!(hang.session.hello.is_some());
+
+    let unknown = run(&firmware, "no-such-scenario", TIMEOUT);
+    assert_eq!(unknown.ending, Ending::Exited(exit::FAILED));
+    assert_eq!(unknown.session.failure.as_ref().unwrap().detail, "unknown scenario `no-such-scenario`");
+}
+
+#[test]
+fn a_fault_is_an_error_with_the_last_lines_not_a_measurement() {
+    let model = model("hello_world");
+    let (firmware, sizes) = build(&model);
+    let fault = run(&firmware, "selftest-hardfault", TIMEOUT);
+    let error = hil::record(&board(), &model, &firmware, sizes, SINGLE_FRAME, &fault).unwrap_err().to_string();
+    assert!(error.contains("model `hello_world`") && error.contains("HardFault"), "{error}");
+    assert!(error.contains("last lines from the target") && error.contains("hard fault at pc="), "{error}");
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the harness: the real firmware, built for the default
+//! board and run under QEMU.
+
+mod failures;
+mod firmware_runs;
+mod support;

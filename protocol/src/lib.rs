@@ -1,0 +1,426 @@
+//! The hilmem wire format, shared by the firmware (no_std) and the harness.
+//!
+//! Firmware output is a stream of text lines. Most are free-form log lines kept
+//! for diagnostics; a line that starts with [`MARK`] is a frame:
+//!
+//! ```text
+//! ~hm<version> <payload as lowercase hex> <CRC-32 of the payload, 8 hex digits>
+//! ```
+//!
+//! The payload is one tag byte followed by the frame's fields: integers little
+//! endian, booleans as one byte 0 or 1, strings as a length byte and UTF-8.
+//! A frame whose version, hex, checksum or fields are wrong decodes to a
+//! [`FrameError`], never to a value. The host sends commands the same way.
+#![no_std]
+
+use core::fmt;
+
+/// Start of every frame line.
+pub const MARK: &str = "~hm";
+/// Wire format version carried by every frame.
+pub const VERSION: u8 = 1;
+/// Largest payload in bytes.
+pub const MAX_PAYLOAD: usize = 255;
+/// Longest frame line without its newline: mark, version digit, two spaces,
+/// hex payload and checksum.
+pub const MAX_LINE: usize = MARK.len() + 1 + 1 + 2 * MAX_PAYLOAD + 1 + 8;
+
+/// One record on the wire.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Frame<'a> {
+    /// Device to host after boot: who is running, then it waits for [`Frame::Run`].
+    Hello { board: &'a str, model: &'a str, arena_capacity: u32, stack_size: u32 },
+    /// Host to device: run one scenario.
+    Run { scenario: &'a str },
+    /// One named figure of the measurement record.
+    Metric { name: &'a str, value: i64 },
+    /// The scenario could not run; `stage` says where it stopped.
+    Failure { stage: &'a str, code: i32, detail: &'a str },
+    /// What the model answered for one input: the index of the largest output
+    /// element and the first output element, dequantized.
+    Output { input: &'a str, class: u32, value: f32 },
+    /// Last frame of a run.
+    Done { ok: bool },
+}
+
+/// Exit statuses the firmware leaves through semihosting (or its host-process
+/// equivalent), so a runner learns how a target ended without waiting.
+pub mod exit {
+    /// The scenario ran and every check passed.
+    pub const OK: i32 = 0;
+    /// The scenario stopped early and said why in a `Failure` frame.
+    pub const FAILED: i32 = 1;
+    /// The firmware panicked.
+    pub const PANIC: i32 = 101;
+    /// A HardFault (or another fault escalated to it).
+    pub const HARD_FAULT: i32 = 102;
+}
+
+const TAG_HELLO: u8 = 1;
+const TAG_RUN: u8 = 2;
+const TAG_METRIC: u8 = 3;
+const TAG_FAILURE: u8 = 4;
+const TAG_DONE: u8 = 5;
+const TAG_OUTPUT: u8 = 6;
+
+/// Why a frame line was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// The line carries a version this build does not speak.
+    Version { found: u8 },
+    /// The line does not have the `~hm<v> <hex> <crc>` shape.
+    Shape,
+    /// A character that is not a lowercase hex digit.
+    Hex,
+    /// The payload does not match its checksum.
+    Checksum { expected: u32, computed: u32 },
+    /// The payload ends inside a field.
+    Truncated,
+    /// Bytes left over after the last field.
+    Trailing,
+    /// The tag names no frame type.
+    UnknownTag(u8),
+    /// A string field is not UTF-8.
+    Utf8,
+    /// A boolean field other than 0 or 1.
+    Bool(u8),
+    /// Encoding: the payload would exceed [`MAX_PAYLOAD`] (or a string 255 bytes).
+    TooLong,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Version { found } => {
+                write!(f, "frame version {found}, this build speaks version {VERSION}")
+            }
+            FrameError::Shape => f.write_str("frame line is not `~hm<version> <hex> <crc32>`"),
+            FrameError::Hex => f.write_str("frame holds a character that is not lowercase hex"),
+            FrameError::Checksum { expected, computed } => {
+                write!(f, "frame checksum mismatch: line says {expected:08x}, payload gives {computed:08x}")
+            }
+            FrameError::Truncated => f.write_str("frame payload ends inside a field"),
+            FrameError::Trailing => f.write_str("frame payload has bytes after its last field"),
+            FrameError::UnknownTag(tag) => write!(f, "frame tag {tag} is not a known frame type"),
+            FrameError::Utf8 => f.write_str("frame string field is not UTF-8"),
+            FrameError::Bool(b) => write!(f, "frame boolean field holds {b}, not 0 or 1"),
+            FrameError::TooLong => write!(f, "frame payload exceeds {MAX_PAYLOAD} bytes"),
+        }
+    }
+}
+
+impl core::error::Error for FrameError {}
+
+/// CRC-32 (IEEE 802.3, as in zlib) of `data`.
+pub fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+struct Writer<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+}
+
+impl Writer<'_> {
+    fn bytes(&mut self, data: &[u8]) -> Result<(), FrameError> {
+        let end = self.len + data.len();
+        if end > self.buf.len() {
+            return Err(FrameError::TooLong);
+        }
+        self.buf[self.len..end].copy_from_slice(data);
+        self.len = end;
+        Ok(())
+    }
+    fn str(&mut self, s: &str) -> Result<(), FrameError> {
+        let len = u8::try_from(s.len()).map_err(|_| FrameError::TooLong)?;
+        self.bytes(&[len])?;
+        self.bytes(s.as_bytes())
+    }
+}
+
+struct Reader<'b> {
+    buf: &'b [u8],
+}
+
+impl<'b> Reader<'b> {
+    fn take(&mut self, n: usize) -> Result<&'b [u8], FrameError> {
+        if n > self.buf.len() {
+            return Err(FrameError::Truncated);
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, FrameError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, FrameError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn i32(&mut self) -> Result<i32, FrameError> {
+        Ok(self.u32()? as i32)
+    }
+    fn i64(&mut self) -> Result<i64, FrameError> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn bool(&mut self) -> Result<bool, FrameError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(FrameError::Bool(other)),
+        }
+    }
+    fn str(&mut self) -> Result<&'b str, FrameError> {
+        let len = self.u8()? as usize;
+        core::str::from_utf8(self.take(len)?).map_err(|_| FrameError::Utf8)
+    }
+}
+
+impl<'a> Frame<'a> {
+    /// Writes the binary payload into `buf` and returns its length.
+    pub fn encode_payload(&self, buf: &mut [u8]) -> Result<usize, FrameError> {
+        let mut w = Writer { buf, len: 0 };
+        match *self {
+            Frame::Hello { board, model, arena_capacity, stack_size } => {
+                w.bytes(&[TAG_HELLO])?;
+                w.str(board)?;
+                w.str(model)?;
+                w.bytes(&arena_capacity.to_le_bytes())?;
+                w.bytes(&stack_size.to_le_bytes())?;
+            }
+            Frame::Run { scenario } => {
+                w.bytes(&[TAG_RUN])?;
+                w.str(scenario)?;
+            }
+            Frame::Metric { name, value } => {
+                w.bytes(&[TAG_METRIC])?;
+                w.str(name)?;
+                w.bytes(&value.to_le_bytes())?;
+            }
+            Frame::Failure { stage, code, detail } => {
+                w.bytes(&[TAG_FAILURE])?;
+                w.str(stage)?;
+                w.bytes(&code.to_le_bytes())?;
+                w.str(detail)?;
+            }
+            Frame::Output { input, class, value } => {
+                w.bytes(&[TAG_OUTPUT])?;
+                w.str(input)?;
+                w.bytes(&class.to_le_bytes())?;
+                w.bytes(&value.to_bits().to_le_bytes())?;
+            }
+            Frame::Done { ok } => w.bytes(&[TAG_DONE, ok as u8])?,
+        }
+        Ok(w.len)
+    }
+
+    /// Reads a binary payload; every byte must belong to a field.
+    pub fn decode_payload(payload: &'a [u8]) -> Result<Frame<'a>, FrameError> {
+        let mut r = Reader { buf: payload };
+        let frame = match r.u8()? {
+            TAG_HELLO => {
+                Frame::Hello { board: r.str()?, model: r.str()?, arena_capacity: r.u32()?, stack_size: r.u32()? }
+            }
+            TAG_RUN => Frame::Run { scenario: r.str()? },
+            TAG_METRIC => Frame::Metric { name: r.str()?, value: r.i64()? },
+            TAG_FAILURE => Frame::Failure { stage: r.str()?, code: r.i32()?, detail: r.str()? },
+            TAG_OUTPUT => Frame::Output { input: r.str()?, class: r.u32()?, value: f32::from_bits(r.u32()?) },
+            TAG_DONE => Frame::Done { ok: r.bool()? },
+            tag => return Err(FrameError::UnknownTag(tag)),
+        };
+        if !r.buf.is_empty() {
+            return Err(FrameError::Trailing);
+        }
+        Ok(frame)
+    }
+
+    /// Writes the frame as one line (without the newline) through `out`.
+    pub fn write_line(&self, mut out: impl FnMut(&[u8])) -> Result<(), FrameError> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut payload = [0u8; MAX_PAYLOAD];
+        let len = self.encode_payload(&mut payload)?;
+        let payload = &payload[..len];
+        out(MARK.as_bytes());
+        out(&[b'0' + VERSION, b' ']);
+        for &byte in payload {
+            out(&[HEX[(byte >> 4) as usize], HEX[(byte & 15) as usize]]);
+        }
+        out(b" ");
+        for byte in crc32(payload).to_be_bytes() {
+            out(&[HEX[(byte >> 4) as usize], HEX[(byte & 15) as usize]]);
+        }
+        Ok(())
+    }
+}
+
+/// One line of firmware output, classified.
+#[derive(Debug, PartialEq)]
+pub enum Line<'a> {
+    /// Free-form text.
+    Log(&'a str),
+    /// A frame line, decoded into the caller's buffer, or why it was rejected.
+    Frame(Result<Frame<'a>, FrameError>),
+}
+
+fn hex_digit(c: u8) -> Result<u8, FrameError> {
+    match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        _ => Err(FrameError::Hex),
+    }
+}
+
+/// Classifies a line (without its line ending) and decodes a frame into `buf`.
+pub fn parse_line<'a>(line: &'a str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Line<'a> {
+    match line.strip_prefix(MARK) {
+        None => Line::Log(line),
+        Some(rest) => Line::Frame(decode_frame(rest, buf)),
+    }
+}
+
+fn decode_frame<'a>(rest: &str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Result<Frame<'a>, FrameError> {
+    let rest = rest.as_bytes();
+    let version = match rest.first() {
+        Some(d @ b'0'..=b'9') => d - b'0',
+        _ => return Err(FrameError::Shape),
+    };
+    if version != VERSION {
+        return Err(FrameError::Version { found: version });
+    }
+    let mut fields = rest[1..].split(|&b| b == b' ');
+    let (Some(b""), Some(hex), Some(crc), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
+        return Err(FrameError::Shape);
+    };
+    if hex.len() % 2 != 0 || hex.len() / 2 > MAX_PAYLOAD || crc.len() != 8 {
+        return Err(FrameError::Shape);
+    }
+    let len = hex.len() / 2;
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        buf[i] = hex_digit(pair[0])? << 4 | hex_digit(pair[1])?;
+    }
+    let mut expected = 0u32;
+    for &c in crc {
+        expected = expected << 4 | u32::from(hex_digit(c)?);
+    }
+    let payload = &buf[..len];
+    let computed = crc32(payload);
+    if computed != expected {
+        return Err(FrameError::Checksum { expected, computed });
+    }
+    Frame::decode_payload(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    fn line(frame: &Frame) -> String {
+        let mut bytes = Vec::new();
+        frame.write_line(|b| bytes.extend_from_slice(b)).unwrap();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    /// A frame line for an arbitrary payload, with a correct checksum.
+    fn line_for_payload(payload: &[u8]) -> String {
+        let hex: String = payload.iter().map(|b| std::format!("{b:02x}")).collect();
+        std::format!("~hm1 {hex} {:08x}", crc32(payload))
+    }
+
+    fn parse(text: &str) -> Result<Frame<'static>, FrameError> {
+        let buf = std::boxed::Box::leak(std::boxed::Box::new([0u8; MAX_PAYLOAD]));
+        let text = std::boxed::Box::leak(String::from(text).into_boxed_str());
+        match parse_line(text, buf) {
+            Line::Frame(result) => result,
+            Line::Log(log) => panic!("parsed as a log line: {log}"),
+        }
+    }
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn every_frame_type_round_trips() {
+        let frames = [
+            Frame::Hello { board: "qemu-m7", model: "person_detection", arena_capacity: 96 * 1024, stack_size: 65536 },
+            Frame::Run { scenario: "single-frame" },
+            Frame::Metric { name: "arena_used_bytes", value: 84_312 },
+            Frame::Metric { name: "heap_growth_bytes", value: -16 },
+            Frame::Failure { stage: "load", code: 4, detail: "AllocateTensors failed" },
+            Frame::Output { input: "x=pi/2", class: 0, value: 0.99 },
+            Frame::Done { ok: false },
+            Frame::Done { ok: true },
+        ];
+        for frame in frames {
+            let text = line(&frame);
+            assert!(text.len() <= MAX_LINE);
+            assert_eq!(parse(&text), Ok(frame), "{text}");
+        }
+    }
+
+    #[test]
+    fn log_lines_pass_through() {
+        let mut buf = [0u8; MAX_PAYLOAD];
+        assert_eq!(
+            parse_line("Didn't find op for builtin opcode", &mut buf),
+            Line::Log("Didn't find op for builtin opcode")
+        );
+        assert_eq!(parse_line("", &mut buf), Line::Log(""));
+    }
+
+    #[test]
+    fn a_flipped_digit_fails_the_checksum() {
+        let text = line(&Frame::Metric { name: "stack_peak_bytes", value: 2048 });
+        let mut bytes = text.into_bytes();
+        let i = 10;
+        bytes[i] = if bytes[i] == b'0' { b'1' } else { b'0' };
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(matches!(parse(&text), Err(FrameError::Checksum { .. })), "{text}");
+    }
+
+    #[test]
+    fn a_cut_line_is_rejected() {
+        let text = line(&Frame::Metric { name: "stack_peak_bytes", value: 2048 });
+        for cut in [4, 6, text.len() - 9, text.len() - 1] {
+            assert!(parse(&text[..cut]).is_err(), "{}", &text[..cut]);
+        }
+    }
+
+    #[test]
+    fn malformed_lines_get_specific_errors() {
+        assert_eq!(parse("~hm2 00 00000000"), Err(FrameError::Version { found: 2 }));
+        assert_eq!(parse("~hmx 00 00000000"), Err(FrameError::Shape));
+        assert_eq!(parse("~hm1 0 00000000"), Err(FrameError::Shape));
+        assert_eq!(parse("~hm1 zz 00000000"), Err(FrameError::Hex));
+        assert_eq!(parse("~hm1 06 1234"), Err(FrameError::Shape));
+        assert_eq!(parse("~hm1 06 01 00000000"), Err(FrameError::Shape));
+        assert_eq!(parse(&line_for_payload(&[])), Err(FrameError::Truncated));
+        assert_eq!(parse(&line_for_payload(&[TAG_METRIC, 5, b'a'])), Err(FrameError::Truncated));
+        assert_eq!(parse(&line_for_payload(&[TAG_DONE, 1, 0])), Err(FrameError::Trailing));
+        assert_eq!(parse(&line_for_payload(&[99])), Err(FrameError::UnknownTag(99)));
+        assert_eq!(parse(&line_for_payload(&[TAG_DONE, 7])), Err(FrameError::Bool(7)));
+        assert_eq!(parse(&line_for_payload(&[TAG_RUN, 2, 0xff, 0xfe])), Err(FrameError::Utf8));
+    }
+
+    #[test]
+    fn oversized_fields_are_refused_when_encoding() {
+        let long = "x".repeat(300);
+        let frame = Frame::Run { scenario: &long };
+        assert_eq!(frame.write_line(|_| {}), Err(FrameError::TooLong));
+        let detail = "y".repeat(250);
+        let frame = Frame::Failure { stage: "load", code: 1, detail: &detail };
+        assert_eq!(frame.write_line(|_| {}), Err(FrameError::TooLong));
+    }
+}

@@ -1,0 +1,9 @@
+//! Exit codes of every subcommand.
+
+/// Everything ran and nothing regressed.
+pub const OK: i32 = 0;
+/// A measurement failed its checks (a regression).
+pub const REGRESSION: i32 = 1;
+/// Infrastructure or configuration error: a bad file, a failed build, a
+/// target that faulted or hung, a missing tool.
+pub const ERROR: i32 = 2;

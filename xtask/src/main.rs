@@ -1,0 +1,40 @@
+//! `cargo xtask`: the hilmem command line. Each subcommand is a module; the
+//! work itself is done by the `harness` library.
+
+mod doctor;
+mod exit;
+mod hil;
+mod test;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "hilmem: hardware-in-the-loop memory regression tests for TFLM firmware")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the reference firmware, run the scenarios, report memory figures.
+    Hil(hil::Args),
+    /// Check (and install where possible) the toolchain the firmware needs.
+    Doctor,
+    /// Run the whole test suite, after the doctor's set-up.
+    Test(test::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Hil(args) => hil::run(args),
+        Command::Doctor => doctor::run(),
+        Command::Test(args) => test::run(args),
+    };
+    let code = result.unwrap_or_else(|err| {
+        eprintln!("error: {err:#}");
+        exit::ERROR
+    });
+    std::process::exit(code);
+}

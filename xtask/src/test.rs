@@ -1,0 +1,46 @@
+//! `cargo xtask test`: set up the machine, then run every test: the host
+//! workspace (protocol, harness and its QEMU integration tests) and the
+//! firmware's host-testable crates.
+
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use harness::{doctor, Workspace};
+
+use crate::doctor::board_targets;
+use crate::exit;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Extra arguments for cargo-nextest (for example a test name filter).
+    #[arg(last = true)]
+    nextest: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let ws = Workspace::from_source();
+    let needs = doctor::needs(&board_targets(&ws)?, true);
+    doctor::ensure(&needs, ws.root(), false, &mut |line| eprintln!("{line}"))?;
+
+    // CI gets the profile that writes JUnit reports.
+    let profile = if std::env::var_os("CI").is_some() { "ci" } else { "default" };
+    let suites: [(&str, Vec<&str>); 2] = [
+        ("host workspace", vec!["--workspace"]),
+        ("firmware crates on the host", vec!["--manifest-path", "firmware/Cargo.toml", "--package", "arena"]),
+    ];
+    let mut code = exit::OK;
+    for (name, selection) in suites {
+        eprintln!("== tests: {name}");
+        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(ws.root())
+            .args(["nextest", "run", "--config-file", ".config/nextest.toml", "--profile", profile])
+            .args(selection)
+            .args(&args.nextest)
+            .status()
+            .with_context(|| format!("cannot run cargo nextest for the {name}"))?;
+        if !status.success() {
+            code = exit::REGRESSION;
+        }
+    }
+    Ok(code)
+}

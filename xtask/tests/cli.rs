@@ -1,0 +1,79 @@
+//! The command line as a user meets it: exit codes and messages of
+//! `cargo xtask hil`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn models_file(dir: &Path, body: &str) -> String {
+    let file = dir.join("hil.toml");
+    std::fs::write(&file, body).unwrap();
+    file.to_str().unwrap().to_owned()
+}
+
+fn hello_world() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware/models/hello_world.tflite").display().to_string()
+}
+
+#[test]
+fn a_clean_run_exits_0_with_json_on_stdout() {
+    let out = xtask(&["hil", "--model", "hello_world", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let record = &json["records"][0];
+    assert_eq!(record["model"], "hello_world");
+    assert_eq!(record["board"], "qemu-m7");
+    assert!(record["metrics"]["arena_used_bytes"].as_i64().unwrap() > 0);
+    let saved =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/hilmem/results.json")).unwrap();
+    assert!(saved.contains("\"hello_world\""));
+}
+
+#[test]
+fn a_wrong_answer_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = models_file(
+        dir.path(),
+        &format!("[[model]]\nname = \"hello_wrong\"\nfile = \"{}\"\narena_bytes = 2048\n[[model.input]]\nname = \"x-half-pi\"\nvalues = [1.5707964]\nexpect_value = -1.0\ntolerance = 0.1\n", hello_world()),
+    );
+    let out = xtask(&["hil", "--config", &file]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("FAIL 0/1: output for x-half-pi: value"), "{}", text(&out));
+}
+
+#[test]
+fn a_model_tflm_cannot_load_exits_2_naming_model_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = models_file(
+        dir.path(),
+        &format!("[[model]]\nname = \"hello_small\"\nfile = \"{}\"\narena_bytes = 256\n[[model.input]]\nname = \"x\"\nvalues = [0.5]\n", hello_world()),
+    );
+    let out = xtask(&["hil", "--config", &file]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let text = text(&out);
+    assert!(text.contains("model `hello_small`") && text.contains("Failed to allocate memory"), "{text}");
+}
+
+#[test]
+fn configuration_errors_exit_2_and_name_the_culprit() {
+    let out = xtask(&["hil", "--board", "no-such-board"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("no board profile `no-such-board`"), "{}", text(&out));
+
+    let out = xtask(&["hil", "--model", "no_such_model"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("no model `no_such_model`"), "{}", text(&out));
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = models_file(dir.path(), "[[model]]\nname = \"m\"\nfile = \"m.tflite\"\narena = 5\n");
+    let out = xtask(&["hil", "--config", &file]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("hil.toml") && text(&out).contains("unknown field `arena`"), "{}", text(&out));
+}
