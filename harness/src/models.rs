@@ -97,13 +97,19 @@ struct RawInput {
     tolerance: Option<f32>,
 }
 
-/// Longest input name; it travels in protocol frames.
-const MAX_INPUT_NAME: usize = 64;
+/// Longest model or input name; names travel in protocol frames and paths.
+const MAX_NAME: usize = 64;
 
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_INPUT_NAME
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+/// Checks that `name` is usable and not yet in `seen`, then adds it.
+fn new_name(name: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
+    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-';
+    if name.is_empty() || name.len() > MAX_NAME || !name.bytes().all(allowed) {
+        return Err(format!("`{name}`: use 1-{MAX_NAME} characters from a-z, 0-9, `_` and `-`"));
+    }
+    if !seen.insert(name.to_owned()) {
+        return Err(format!("`{name}` is named twice"));
+    }
+    Ok(())
 }
 
 /// Reads and validates a models file; relative paths are relative to it.
@@ -115,12 +121,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
     let mut models = Vec::new();
     for (m, raw_model) in raw.models.into_iter().enumerate() {
         let key = |k: &str| format!("model[{m}].{k}");
-        if !valid_name(&raw_model.name) {
-            return Err(invalid(key("name"), "use 1-64 characters from a-z, 0-9, `_` and `-`"));
-        }
-        if !seen.insert(raw_model.name.clone()) {
-            return Err(invalid(key("name"), &format!("`{}` is named twice", raw_model.name)));
-        }
+        new_name(&raw_model.name, &mut seen).map_err(|why| invalid(key("name"), &why))?;
         if raw_model.arena_bytes < 16 {
             return Err(invalid(key("arena_bytes"), "must be at least 16"));
         }
@@ -131,12 +132,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
         let mut input_names = BTreeSet::new();
         for (i, raw_input) in raw_model.inputs.into_iter().enumerate() {
             let key = |k: &str| format!("model[{m}].input[{i}].{k}");
-            if !valid_name(&raw_input.name) {
-                return Err(invalid(key("name"), "use 1-64 characters from a-z, 0-9, `_` and `-`"));
-            }
-            if !input_names.insert(raw_input.name.clone()) {
-                return Err(invalid(key("name"), &format!("`{}` is named twice", raw_input.name)));
-            }
+            new_name(&raw_input.name, &mut input_names).map_err(|why| invalid(key("name"), &why))?;
             let data = match (raw_input.file, raw_input.values, raw_input.format) {
                 (Some(path), None, format) => {
                     InputData::File { path: base.join(path), format: format.unwrap_or(Format::Raw) }

@@ -20,11 +20,16 @@ static ARENA_TAKEN: AtomicBool = AtomicBool::new(false);
 /// Cache-line alignment for pool buffers.
 const CACHE_LINE: usize = 32;
 
-/// Room for the largest input frame at any alignment.
-const POOL_BYTES: usize = config::LARGEST_INPUT_BYTES + CACHE_LINE;
+/// Room for the largest input frame (the pool is aligned; one frame is in
+/// flight at a time).
+const POOL_BYTES: usize = config::LARGEST_INPUT_BYTES;
 
-/// Backing store of the pool for buffers outside the arena (the input frame).
-static mut POOL_MEMORY: [u8; POOL_BYTES] = [0; POOL_BYTES];
+/// Backing store of the pool for buffers outside the arena (the input frame),
+/// cache-line aligned so that a block's padding depends only on the blocks
+/// before it, not on where the linker put the pool.
+#[repr(C, align(32))] // CACHE_LINE
+struct PoolMemory([u8; POOL_BYTES]);
+static mut POOL_MEMORY: PoolMemory = PoolMemory([0; POOL_BYTES]);
 
 fn send(frame: Frame) {
     // Frames are built from bounded fields; a frame too long to encode is a
@@ -144,7 +149,7 @@ fn take_arena() -> &'static mut [u8] {
 fn take_pool() -> Pool<'static> {
     // SAFETY: called once per boot, from `single_frame` after `take_arena`
     // (which panics on a second call).
-    Pool::new(unsafe { &mut *core::ptr::addr_of_mut!(POOL_MEMORY) })
+    Pool::new(unsafe { &mut (*core::ptr::addr_of_mut!(POOL_MEMORY)).0 })
 }
 
 /// Loads the model, runs one inference per configured input and reports the
