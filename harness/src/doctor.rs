@@ -222,27 +222,3 @@ pub fn ensure(needs: &[Need], root: &Path, quiet: bool, progress: &mut dyn FnMut
     let how = if manual.is_empty() { "see the errors above".to_owned() } else { manual.join("; ") };
     Err(DoctorError::Missing { missing: still.join(", "), how })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_tools_are_named_with_the_commands_to_get_them() {
-        // A machine with none of the tools: an empty PATH. (nextest runs each
-        // test in its own process, so no other test sees this PATH.)
-        let empty = tempfile::tempdir().unwrap();
-        std::env::set_var("PATH", empty.path());
-        let needs = needs(&["thumbv7em-none-eabihf".to_owned()], false);
-        let mut lines = Vec::new();
-        let err = ensure(&needs, Path::new("."), true, &mut |l| lines.push(l.to_owned())).unwrap_err().to_string();
-        assert!(err.contains("arm-none-eabi-gcc (Debian package gcc-arm-none-eabi)"), "{err}");
-        assert!(err.contains("Rust target thumbv7em-none-eabihf"), "{err}");
-        assert!(
-            err.contains("sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm"),
-            "{err}"
-        );
-        assert!(err.contains("rustup target add thumbv7em-none-eabihf"), "{err}");
-        assert!(lines.iter().any(|l| l.contains("missing  qemu-system-arm")), "{lines:?}");
-    }
-}

@@ -77,3 +77,45 @@ fn configuration_errors_exit_2_and_name_the_culprit() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("hil.toml") && text(&out).contains("unknown field `arena`"), "{}", text(&out));
 }
+
+#[test]
+fn a_machine_without_the_toolchain_is_told_what_to_install() {
+    // No tools at all: an empty PATH (xtask itself is started by its path).
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).arg("doctor").env("PATH", empty.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let text = text(&out);
+    assert!(text.contains("missing  arm-none-eabi-gcc (Debian package gcc-arm-none-eabi)"), "{text}");
+    assert!(text.contains("missing  Rust target thumbv7em-none-eabihf"), "{text}");
+    assert!(
+        text.contains(
+            "sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("rustup target add thumbv7em-none-eabihf"), "{text}");
+}
+
+#[test]
+fn the_tflm_tree_can_be_overridden() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = xtask_with_env(&["hil", "--model", "hello_world"], "HILMEM_TFLM_DIR", empty.path());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("does not hold tensorflow/lite/micro/micro_interpreter.h"), "{}", text(&out));
+
+    // The same tree the default build uses, named explicitly.
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let tree = std::fs::read_dir(cargo_home.join("registry/src"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("tfmicro-0.1.0/submodules/tensorflow"))
+        .find(|p| p.is_dir())
+        .expect("cargo has unpacked the tfmicro archive");
+    let out = xtask_with_env(&["hil", "--model", "hello_world"], "HILMEM_TFLM_DIR", &tree);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+fn xtask_with_env(args: &[&str], key: &str, value: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).env(key, value).output().unwrap()
+}
