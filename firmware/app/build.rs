@@ -1,6 +1,6 @@
-//! Puts the build configuration that the harness generated on the paths the
-//! compiler and linker read: `memory.x` (the board's memory map and stack
-//! budget) and `config.rs` (board, model, arena size, input data).
+//! Puts the build configuration that the harness generated where the compiler
+//! and linker read it: `config.rs` (board, model, arena size, input data) and,
+//! on bare metal, `memory.x` (the board's memory map and stack budget).
 
 use std::env;
 use std::fs;
@@ -16,12 +16,14 @@ fn main() {
         );
     };
     let dir = PathBuf::from(dir);
-    for name in ["memory.x", "config.rs"] {
+    let bare_metal = env::var("CARGO_CFG_TARGET_OS").unwrap() == "none";
+    let files: &[&str] = if bare_metal { &["config.rs", "memory.x"] } else { &["config.rs"] };
+    for name in files {
         let src = dir.join(name);
         println!("cargo:rerun-if-changed={}", src.display());
         fs::copy(&src, out.join(name)).unwrap_or_else(|e| panic!("cannot copy {}: {e}", src.display()));
     }
-    if env::var("CARGO_CFG_TARGET_OS").unwrap() == "none" {
+    if bare_metal {
         println!("cargo:rustc-link-search={}", out.display());
         println!("cargo:rustc-link-arg=-Tlink.x");
     }

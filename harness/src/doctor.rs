@@ -7,7 +7,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::qemu::QEMU;
+use crate::board::{Board, Layout, Runner};
+use crate::runner::QEMU;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DoctorError {
@@ -49,28 +50,39 @@ impl Need {
     }
 }
 
-/// Everything needed to build firmware for `targets` and run it in QEMU, plus
+/// Everything needed to build the firmware for `boards` and run it, plus
 /// the test runner when `nextest` is set.
-pub fn needs(targets: &[String], nextest: bool) -> Vec<Need> {
-    let mut needs = vec![
-        Need::Package {
-            what: "arm-none-eabi-gcc",
-            package: "gcc-arm-none-eabi",
-            probe: Probe::Runs("arm-none-eabi-gcc"),
-        },
-        Need::Package {
-            what: "newlib for arm-none-eabi",
-            package: "libnewlib-arm-none-eabi",
-            probe: Probe::CrossLibrary("libc_nano.a"),
-        },
-        Need::Package {
-            what: "libstdc++ headers for arm-none-eabi",
-            package: "libstdc++-arm-none-eabi-newlib",
-            probe: Probe::CrossHeader("new"),
-        },
-        Need::Package { what: QEMU, package: "qemu-system-arm", probe: Probe::Runs(QEMU) },
-    ];
-    needs.extend(targets.iter().map(|t| Need::RustTarget(t.clone())));
+pub fn needs(boards: &[Board], nextest: bool) -> Vec<Need> {
+    let mut needs = Vec::new();
+    if boards.iter().any(|b| matches!(b.layout, Layout::BareMetal(_))) {
+        needs.extend([
+            Need::Package {
+                what: "arm-none-eabi-gcc",
+                package: "gcc-arm-none-eabi",
+                probe: Probe::Runs("arm-none-eabi-gcc"),
+            },
+            Need::Package {
+                what: "newlib for arm-none-eabi",
+                package: "libnewlib-arm-none-eabi",
+                probe: Probe::CrossLibrary("libc_nano.a"),
+            },
+            Need::Package {
+                what: "libstdc++ headers for arm-none-eabi",
+                package: "libstdc++-arm-none-eabi-newlib",
+                probe: Probe::CrossHeader("new"),
+            },
+        ]);
+    }
+    if boards.iter().any(|b| matches!(b.runner, Runner::Qemu { .. })) {
+        needs.push(Need::Package { what: QEMU, package: "qemu-system-arm", probe: Probe::Runs(QEMU) });
+    }
+    // The host's own target comes with every toolchain.
+    for board in boards.iter().filter(|b| b.target != crate::board::HOST_TARGET) {
+        let need = Need::RustTarget(board.target.clone());
+        if !needs.contains(&need) {
+            needs.push(need);
+        }
+    }
     if nextest {
         needs.push(Need::Nextest);
     }

@@ -23,6 +23,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Copies `from` (with its permissions) to a temporary file next to `to` and
+/// renames it into place.
+pub fn copy_atomic(from: &Path, to: &Path) -> io::Result<()> {
+    let dir = to.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = to.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = fs::copy(from, &tmp).and_then(|_| fs::rename(&tmp, to));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Like [`write_atomic`], but leaves the file (and its timestamp) alone when it
 /// already holds `contents`, so build tools do not see a change.
 pub fn write_if_changed(path: &Path, contents: &[u8]) -> io::Result<()> {

@@ -1,22 +1,28 @@
 //! `hil`: build the firmware for each board and model, run each scenario,
-//! and turn what came back into measurement records.
+//! and turn what came back into measurement records. Boards run in parallel.
 
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hilmem_protocol::exit;
 use serde::{Deserialize, Serialize};
 
-use crate::board::{Board, BoardError, Runner};
+use crate::board::{self, Board, BoardError};
 use crate::elf::{self, ElfError, ImageSizes};
 use crate::firmware::{self, BuildError, Firmware};
 use crate::fsutil::write_atomic;
 use crate::measurement::{check_outputs, metric, Measurement, SINGLE_FRAME};
 use crate::models::{self, ModelSpec, ModelsError};
-use crate::qemu::{self, Ending, QemuError, Run};
+use crate::runner::{self, Ending, Run, RunOptions, RunnerError};
 use crate::Workspace;
 
 /// Lines of firmware output shown when a run goes wrong.
 const TAIL_LINES: usize = 12;
+
+/// `--board` value that stands for every board that needs no hardware.
+pub const ALL_EMULATED: &str = "all-emulated";
 
 /// Errors in the configuration, found before anything is built.
 #[derive(Debug, thiserror::Error)]
@@ -34,18 +40,23 @@ pub enum RunError {
     Build(#[from] BuildError),
     #[error(transparent)]
     Elf(#[from] ElfError),
-    #[error(transparent)]
-    Qemu(#[from] QemuError),
+    #[error("{context}: {0}", context = .1)]
+    Runner(RunnerError, String),
     #[error("{context}: {}: {detail} (stage `{stage}`, status {code})", stage_meaning(stage))]
     Firmware { context: String, stage: String, code: i32, detail: String },
     #[error("{context}: {what}\n{tail}")]
     Target { context: String, what: String, tail: String },
     #[error("{context}: corrupt frame on the wire ({error}): {line}")]
     Wire { context: String, line: String, error: String },
+    #[error("{context}: refusing to deploy {elf}: it was built as `{found}`, expected `{expected}`")]
+    WrongImage { context: String, elf: PathBuf, found: String, expected: String },
+    #[error("{context}: no image at {elf}; run without --no-build first")]
+    NotBuilt { context: String, elf: PathBuf },
 }
 
 fn stage_meaning(stage: &str) -> &'static str {
     match stage {
+        "board" => "the firmware refused to run on this board",
         "load" => "TFLM could not load the model",
         "input" => "the input could not be fed to the model",
         "invoke" => "inference failed",
@@ -58,13 +69,36 @@ fn stage_meaning(stage: &str) -> &'static str {
 /// Settings of one `hil` run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub board: String,
+    /// Board names, or [`ALL_EMULATED`].
+    pub boards: Vec<String>,
     /// The models file (normally `hil.toml` at the root).
-    pub models_file: std::path::PathBuf,
+    pub models_file: PathBuf,
     /// Models to run, by name; all of the models file when empty.
     pub models: Vec<String>,
-    /// Longest time one scenario may run.
-    pub timeout: Duration,
+    /// Longest time one scenario may run; the board profile's when None.
+    pub timeout: Option<Duration>,
+    /// Build (or check with cargo that the build is current) before running;
+    /// when false, run the images of the last build.
+    pub build: bool,
+    /// Boards run at once.
+    pub jobs: usize,
+    pub run: RunOptions,
+}
+
+impl Options {
+    /// All models of `hil.toml` on `boards`, building first, as many boards at
+    /// once as there are cores.
+    pub fn new(ws: &Workspace, boards: Vec<String>) -> Options {
+        Options {
+            boards,
+            models_file: ws.models_file(),
+            models: Vec::new(),
+            timeout: None,
+            build: true,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            run: RunOptions::default(),
+        }
+    }
 }
 
 /// Something worth telling the user while a run goes on.
@@ -73,15 +107,22 @@ pub enum Event<'a> {
     Building {
         board: &'a str,
         model: &'a str,
-        index: usize,
-        total: usize,
     },
     /// A line of the build tool's output.
-    BuildOutput(&'a str),
+    BuildOutput {
+        board: &'a str,
+        line: &'a str,
+    },
     Running {
         board: &'a str,
         model: &'a str,
         scenario: &'a str,
+    },
+    Finished {
+        board: &'a str,
+        model: &'a str,
+        scenario: &'a str,
+        ok: bool,
     },
 }
 
@@ -99,6 +140,8 @@ pub struct Failed {
 pub struct Results {
     /// Version of this file's layout.
     pub format: u32,
+    /// Boards in the order they were asked for.
+    pub boards: Vec<String>,
     pub records: Vec<Measurement>,
     pub failed: Vec<Failed>,
 }
@@ -111,31 +154,69 @@ impl Results {
     }
 }
 
-/// Runs every selected model's scenarios on the board.
-pub fn run(ws: &Workspace, options: &Options, progress: &mut dyn FnMut(Event)) -> Result<Results, ConfigError> {
-    let board = Board::load(ws, &options.board)?;
+/// The boards `names` stands for, loaded and validated.
+pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, BoardError> {
+    let mut boards: Vec<Board> = Vec::new();
+    for name in names {
+        let more = if name == ALL_EMULATED {
+            board::load_all(ws)?.into_iter().filter(Board::is_emulated).collect()
+        } else {
+            vec![Board::load(ws, name)?]
+        };
+        for board in more {
+            if !boards.iter().any(|b| b.name == board.name) {
+                boards.push(board);
+            }
+        }
+    }
+    Ok(boards)
+}
+
+/// Runs every selected model's scenarios on every board, boards in parallel.
+pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
+    let boards = resolve_boards(ws, &options.boards)?;
     let file = &options.models_file;
     let models = models::select(models::load(file)?, &options.models, file)?;
-    let mut results = Results { format: RESULTS_FORMAT, records: Vec::new(), failed: Vec::new() };
-    for (index, model) in models.iter().enumerate() {
-        progress(Event::Building { board: &board.name, model: &model.name, index, total: models.len() });
-        let scenario = SINGLE_FRAME;
-        match measure(ws, &board, model, scenario, options.timeout, progress) {
+
+    let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, boards.len().max(1)) {
+            scope.spawn(|| loop {
+                let Some(board) = queue.lock().unwrap().pop_front() else { break };
+                for model in &models {
+                    let outcome = measure(ws, board, model, SINGLE_FRAME, options, progress);
+                    outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), outcome));
+                }
+            });
+        }
+    });
+
+    let mut outcomes = outcomes.into_inner().unwrap();
+    let rank = |board: &str, model: &str| {
+        (boards.iter().position(|b| b.name == board), models.iter().position(|m| m.name == model))
+    };
+    outcomes.sort_by_key(|(board, model, _)| rank(board, model));
+    let mut results = Results {
+        format: RESULTS_FORMAT,
+        boards: boards.iter().map(|b| b.name.clone()).collect(),
+        records: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (board, model, outcome) in outcomes {
+        match outcome {
             Ok(record) => results.records.push(record),
-            Err(error) => results.failed.push(Failed {
-                board: board.name.clone(),
-                model: model.name.clone(),
-                scenario: scenario.into(),
-                error: error.to_string(),
-            }),
+            Err(error) => {
+                results.failed.push(Failed { board, model, scenario: SINGLE_FRAME.into(), error: error.to_string() })
+            }
         }
     }
     Ok(results)
 }
 
-/// Writes `results.json` into the results directory and returns its path.
-pub fn save(ws: &Workspace, results: &Results) -> std::io::Result<std::path::PathBuf> {
-    let path = ws.results_dir().join("results.json");
+/// Writes `results.json` into `dir` and returns its path.
+pub fn save(dir: &std::path::Path, results: &Results) -> std::io::Result<PathBuf> {
+    let path = dir.join("results.json");
     write_atomic(&path, crate::report::json(results).as_bytes())?;
     Ok(path)
 }
@@ -145,21 +226,50 @@ fn measure(
     board: &Board,
     model: &ModelSpec,
     scenario: &str,
-    timeout: Duration,
-    progress: &mut dyn FnMut(Event),
+    options: &Options,
+    progress: &(dyn Fn(Event) + Sync),
 ) -> Result<Measurement, RunError> {
-    let firmware = firmware::build(ws, board, model, &mut |line| progress(Event::BuildOutput(line)))?;
-    let sizes = elf::sizes(&firmware.elf, &board.memory)?;
+    let firmware = if options.build {
+        progress(Event::Building { board: &board.name, model: &model.name });
+        firmware::build(ws, board, model, &mut |line| progress(Event::BuildOutput { board: &board.name, line }))?
+    } else {
+        let firmware = firmware::built(ws, board, model)?;
+        if !firmware.elf.is_file() {
+            return Err(RunError::NotBuilt { context: context(board, model, scenario), elf: firmware.elf });
+        }
+        firmware
+    };
+    let sizes = elf::sizes(&firmware.elf, &board.layout)?;
     progress(Event::Running { board: &board.name, model: &model.name, scenario });
-    let run = execute(board, &firmware, scenario, timeout)?;
-    record(board, model, &firmware, sizes, scenario, &run)
+    let timeout = options.timeout.unwrap_or(board.timeout);
+    let run = execute(board, model, &firmware, scenario, timeout, &options.run)?;
+    let record = record(board, model, &firmware, sizes, scenario, &run);
+    progress(Event::Finished { board: &board.name, model: &model.name, scenario, ok: record.is_ok() });
+    record
 }
 
-/// Deploys and runs one scenario of a built image on the board.
-pub fn execute(board: &Board, firmware: &Firmware, scenario: &str, timeout: Duration) -> Result<Run, RunError> {
-    match &board.runner {
-        Runner::Qemu { machine } => Ok(qemu::run(machine, &firmware.elf, scenario, timeout)?),
+fn context(board: &Board, model: &ModelSpec, scenario: &str) -> String {
+    format!("board `{}`, model `{}`, scenario `{scenario}`", board.name, model.name)
+}
+
+/// Checks that the image is the one for this board and model, then deploys
+/// it and runs one scenario.
+pub fn execute(
+    board: &Board,
+    model: &ModelSpec,
+    firmware: &Firmware,
+    scenario: &str,
+    timeout: Duration,
+    options: &RunOptions,
+) -> Result<Run, RunError> {
+    let context = context(board, model, scenario);
+    let expected = firmware::identity(&board.name, &model.name);
+    let found = elf::identity(&firmware.elf)?;
+    if found != expected {
+        return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
+    let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
+    runner::drive(target.as_mut(), scenario, timeout).map_err(|e| RunError::Runner(e, context))
 }
 
 /// Turns what a run said into a measurement, or into the reason there is none.
@@ -171,13 +281,13 @@ pub fn record(
     scenario: &str,
     run: &Run,
 ) -> Result<Measurement, RunError> {
-    let context = format!("board `{}`, model `{}`, scenario `{scenario}`", board.name, model.name);
+    let context = context(board, model, scenario);
     let session = &run.session;
     let tail = || {
         let mut lines = session.tail(TAIL_LINES);
-        lines.extend(run.stderr.lines().map(|l| format!("qemu: {l}")));
+        lines.extend(run.diagnostics.lines().map(|l| format!("runner: {l}")));
         if lines.is_empty() {
-            "(the firmware printed nothing)".to_owned()
+            "(the target printed nothing)".to_owned()
         } else {
             format!("last lines from the target:\n  {}", lines.join("\n  "))
         }
@@ -190,11 +300,21 @@ pub fn record(
     if let Some(line) = session.unexpected.first() {
         return Err(RunError::Wire { context, line: line.clone(), error: "frame out of sequence".into() });
     }
-    match run.ending {
+    match &run.ending {
         Ending::TimedOut(limit) => {
-            return Err(target(format!("no result within {} s; the target was stopped", limit.as_secs_f32())))
+            let expected = if session.hello.is_none() {
+                "a Hello frame after boot"
+            } else if session.metrics.is_empty() {
+                "the scenario's Metric frames after the Run command"
+            } else {
+                "a Done frame and the firmware's exit"
+            };
+            return Err(target(format!(
+                "no answer within {} s (expected {expected}); the target was stopped",
+                limit.as_secs_f32()
+            )));
         }
-        Ending::Killed => return Err(target("the emulator was killed".into())),
+        Ending::Died(how) => return Err(target(format!("the target died: {how}"))),
         Ending::Exited(exit::PANIC) => return Err(target("the firmware panicked".into())),
         Ending::Exited(exit::HARD_FAULT) => return Err(target("the firmware hit a HardFault".into())),
         Ending::Exited(_) => {}
@@ -203,7 +323,7 @@ pub fn record(
         return Err(RunError::Firmware { context, stage: f.stage.clone(), code: f.code, detail: f.detail.clone() });
     }
     let Some(hello) = &session.hello else {
-        return Err(target("the firmware never said hello".into()));
+        return Err(target("the firmware never said hello (expected a Hello frame after boot)".into()));
     };
     if hello.board != board.name || hello.model != model.name {
         return Err(target(format!("the image is for board `{}`, model `{}`", hello.board, hello.model)));
@@ -215,17 +335,21 @@ pub fn record(
         )));
     }
     if session.done != Some(true) || run.ending != Ending::Exited(exit::OK) {
-        return Err(target(format!("the run did not finish cleanly ({:?})", run.ending)));
+        return Err(target(format!("the run did not finish cleanly (expected Done and exit 0, got {:?})", run.ending)));
     }
 
     let mut metrics = std::collections::BTreeMap::new();
     metrics.insert(metric::MODEL_BYTES.into(), firmware.model_bytes as i64);
-    metrics.insert(metric::FLASH_BYTES.into(), sizes.flash_bytes as i64);
+    if let Some(flash) = sizes.flash_bytes {
+        metrics.insert(metric::FLASH_BYTES.into(), flash as i64);
+    }
     metrics.insert(metric::STATIC_RAM_BYTES.into(), sizes.static_ram_bytes as i64);
     metrics.insert(metric::ARENA_CAPACITY_BYTES.into(), sizes.arena_capacity_bytes as i64);
-    for name in metric::FROM_FIRMWARE {
-        let value = session.metrics.get(name).ok_or_else(|| target(format!("the firmware did not report `{name}`")))?;
-        metrics.insert(name.into(), *value);
+    let required = metric::FROM_FIRMWARE.iter().chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
+    for name in required {
+        let value =
+            session.metrics.get(*name).ok_or_else(|| target(format!("the firmware did not report `{name}`")))?;
+        metrics.insert((*name).into(), *value);
     }
     for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
         if let Some(value) = tflm_reported(&session.log, prefix) {

@@ -2,11 +2,12 @@
 //! that a test can call.
 //!
 //! The flow of one run: [`board`] and [`models`] read the configuration,
-//! [`firmware`] builds the reference firmware for a board and model, [`qemu`]
-//! runs it and hands its output to [`session`], which decodes the protocol
+//! [`firmware`] builds the reference firmware for a board and model, [`runner`]
+//! deploys and runs it and hands its output to [`session`], which decodes the protocol
 //! frames; [`elf`] reads the sizes the linker fixed; [`hil`] puts these together
 //! into [`measurement::Measurement`] records, and [`report`] shows them.
 
+pub mod bench;
 pub mod board;
 pub mod doctor;
 pub mod elf;
@@ -15,8 +16,8 @@ pub mod fsutil;
 pub mod hil;
 pub mod measurement;
 pub mod models;
-pub mod qemu;
 pub mod report;
+pub mod runner;
 pub mod session;
 pub mod strict_toml;
 pub mod workspace;

@@ -30,6 +30,8 @@ pub mod metric {
     pub const HEAP_PEAK_BYTES: &str = "heap_peak_bytes";
     /// Painted-stack high-water mark.
     pub const STACK_PEAK_BYTES: &str = "stack_peak_bytes";
+    /// Peak resident set of a host-board process, from the kernel (VmHWM).
+    pub const RSS_PEAK_BYTES: &str = "rss_peak_bytes";
 
     /// The figures every firmware run must report.
     pub const FROM_FIRMWARE: [&str; 4] = [ARENA_USED_BYTES, ARENA_TOUCHED_BYTES, HEAP_PEAK_BYTES, STACK_PEAK_BYTES];

@@ -1,7 +1,7 @@
 //! Decodes what a firmware run printed: protocol frames into a record of the
 //! run, everything else kept as log lines for diagnostics.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use hilmem_protocol::{parse_line, Frame, FrameError, Line, MAX_PAYLOAD};
 
@@ -52,12 +52,21 @@ pub struct Session {
     /// Frames that arrived where they make no sense (a second hello, a
     /// command, anything after `Done`).
     pub unexpected: Vec<String>,
+    /// The last [`RECENT_LINES`] lines of any kind, as received.
+    pub recent: VecDeque<String>,
 }
+
+/// Lines kept in [`Session::recent`].
+pub const RECENT_LINES: usize = 64;
 
 impl Session {
     /// Takes one line of output (line ending optional).
     pub fn feed(&mut self, line: &str) {
         let line = line.trim_end_matches(['\r', '\n']);
+        if self.recent.len() == RECENT_LINES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(line.to_owned());
         let mut buf = [0u8; MAX_PAYLOAD];
         let frame = match parse_line(line, &mut buf) {
             Line::Log(text) => return self.log.push(text.to_owned()),
@@ -85,7 +94,7 @@ impl Session {
 
     /// The last `n` lines of any kind, for error messages.
     pub fn tail(&self, n: usize) -> Vec<String> {
-        self.log.iter().rev().take(n).rev().cloned().collect()
+        self.recent.iter().skip(self.recent.len().saturating_sub(n)).cloned().collect()
     }
 }
 
@@ -111,6 +120,8 @@ mod tests {
         assert_eq!(s.metrics["arena_used_bytes"], 5);
         assert_eq!(s.outputs, [Output { input: "x".into(), class: 2, value: 0.5 }]);
         assert_eq!(s.log, ["Total buffer usage: 5 bytes"]);
+        assert_eq!(s.tail(4)[0], "Total buffer usage: 5 bytes");
+        assert_eq!(s.recent.len(), 5);
         assert_eq!(s.done, Some(true));
         assert!(s.corrupt.is_empty() && s.unexpected.is_empty());
     }

@@ -1,18 +1,19 @@
-//! `cargo xtask hil`: measure the firmware's memory on a board.
+//! `cargo xtask hil`: measure the firmware's memory on one or more boards.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use harness::hil::{self, Event, Options};
+use harness::runner::probe::Selector;
 use harness::{board, doctor, report, Workspace};
 
 use crate::exit;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Board profile from boards/.
-    #[arg(long, default_value = board::DEFAULT_BOARD)]
-    board: String,
+    /// Board profile from boards/ (repeat for several, or `all-emulated` for every board that needs no hardware).
+    #[arg(long = "board", default_value = board::DEFAULT_BOARD)]
+    boards: Vec<String>,
     /// Model from the models file (repeat for several; default: all).
     #[arg(long = "model")]
     models: Vec<String>,
@@ -22,9 +23,21 @@ pub struct Args {
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// Longest time one scenario may run, in seconds.
-    #[arg(long, default_value_t = 60)]
-    timeout: u64,
+    /// Longest time one scenario may run, in seconds [default: the board profile's].
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// Run the images of the last build without building.
+    #[arg(long)]
+    no_build: bool,
+    /// Debug probe for real boards, VID:PID[:SERIAL] (overrides the profile).
+    #[arg(long)]
+    probe: Option<String>,
+    /// Boards measured at once [default: the number of cores].
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Directory for results.json [default: target/hilmem].
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -35,18 +48,25 @@ enum Format {
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
-    let board = board::Board::load(&ws, &args.board)?;
-    let needs = doctor::needs(std::slice::from_ref(&board.target), false);
-    doctor::ensure(&needs, ws.root(), true, &mut |line| eprintln!("{line}"))?;
+    let boards = hil::resolve_boards(&ws, &args.boards)?;
+    doctor::ensure(&doctor::needs(&boards, false), ws.root(), true, &mut |line| eprintln!("{line}"))?;
 
-    let options = Options {
-        board: args.board,
-        models_file: args.config.unwrap_or_else(|| ws.models_file()),
-        models: args.models,
-        timeout: Duration::from_secs(args.timeout),
-    };
-    let results = hil::run(&ws, &options, &mut show_progress)?;
-    let path = hil::save(&ws, &results).context("cannot write the results")?;
+    let mut options = Options::new(&ws, args.boards);
+    options.models = args.models;
+    if let Some(config) = args.config {
+        options.models_file = config;
+    }
+    options.timeout = args.timeout.map(Duration::from_secs);
+    options.build = !args.no_build;
+    if let Some(jobs) = args.jobs {
+        options.jobs = jobs;
+    }
+    if let Some(probe) = &args.probe {
+        options.run.probe = Some(Selector::parse(probe)?);
+    }
+    let results = hil::run(&ws, &options, &show_progress)?;
+    let out = args.out.unwrap_or_else(|| ws.results_dir());
+    let path = hil::save(&out, &results).with_context(|| format!("cannot write the results into {}", out.display()))?;
     match args.format {
         Format::Table => println!("{}", report::table(&results)),
         Format::Json => println!("{}", report::json(&results)),
@@ -63,11 +83,12 @@ pub fn run(args: Args) -> Result<i32> {
 
 fn show_progress(event: Event) {
     match event {
-        Event::Building { board, model, index, total } => {
-            eprintln!("[{}/{total}] {board}/{model}: building", index + 1)
+        Event::Building { board, model } => eprintln!("{board}/{model}: building"),
+        Event::BuildOutput { board, line } if line.starts_with("Compiling") => eprintln!("{board}: {line}"),
+        Event::BuildOutput { .. } => {}
+        Event::Running { board, model, scenario } => eprintln!("{board}/{model}: running {scenario}"),
+        Event::Finished { board, model, scenario, ok } => {
+            eprintln!("{board}/{model}: {scenario} {}", if ok { "done" } else { "FAILED" })
         }
-        Event::BuildOutput(line) if line.starts_with("Compiling") => eprintln!("      {line}"),
-        Event::BuildOutput(_) => {}
-        Event::Running { board, model, scenario } => eprintln!("      {board}/{model}: running {scenario}"),
     }
 }

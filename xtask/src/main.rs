@@ -1,6 +1,8 @@
 //! `cargo xtask`: the hilmem command line. Each subcommand is a module; the
 //! work itself is done by the `harness` library.
 
+mod bench;
+mod boards;
 mod doctor;
 mod exit;
 mod hil;
@@ -19,6 +21,10 @@ struct Cli {
 enum Command {
     /// Build the reference firmware, run the scenarios, report memory figures.
     Hil(hil::Args),
+    /// Time a full emulated run against bare QEMU runs of the same images.
+    Bench(bench::Args),
+    /// List the board profiles and the probes and serial ports attached now.
+    Boards,
     /// Check (and install where possible) the toolchain the firmware needs.
     Doctor,
     /// Run the whole test suite, after the doctor's set-up.
@@ -29,6 +35,8 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Hil(args) => hil::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Boards => boards::run(),
         Command::Doctor => doctor::run(),
         Command::Test(args) => test::run(args),
     };

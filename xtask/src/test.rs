@@ -5,9 +5,8 @@
 use std::process::Command;
 
 use anyhow::{Context, Result};
-use harness::{doctor, Workspace};
+use harness::{board, doctor, Workspace};
 
-use crate::doctor::board_targets;
 use crate::exit;
 
 #[derive(clap::Args)]
@@ -19,7 +18,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
-    let needs = doctor::needs(&board_targets(&ws)?, true);
+    let needs = doctor::needs(&board::load_all(&ws)?, true);
     doctor::ensure(&needs, ws.root(), false, &mut |line| eprintln!("{line}"))?;
 
     // CI gets the profile that writes JUnit reports.

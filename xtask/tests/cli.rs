@@ -24,16 +24,18 @@ fn hello_world() -> String {
 
 #[test]
 fn a_clean_run_exits_0_with_json_on_stdout() {
-    let out = xtask(&["hil", "--model", "hello_world", "--format", "json"]);
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let out = xtask(&["hil", "--model", "hello_world", "--format", "json", "--out", dir]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let record = &json["records"][0];
     assert_eq!(record["model"], "hello_world");
     assert_eq!(record["board"], "qemu-m7");
     assert!(record["metrics"]["arena_used_bytes"].as_i64().unwrap() > 0);
-    let saved =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/hilmem/results.json")).unwrap();
-    assert!(saved.contains("\"hello_world\""));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(saved, json);
 }
 
 #[test]
@@ -87,13 +89,18 @@ fn a_machine_without_the_toolchain_is_told_what_to_install() {
     let text = text(&out);
     assert!(text.contains("missing  arm-none-eabi-gcc (Debian package gcc-arm-none-eabi)"), "{text}");
     assert!(text.contains("missing  Rust target thumbv7em-none-eabihf"), "{text}");
+    assert!(text.contains("missing  Rust target thumbv8m.main-none-eabihf"), "{text}");
     assert!(
         text.contains(
             "sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm"
         ),
         "{text}"
     );
-    assert!(text.contains("rustup target add thumbv7em-none-eabihf"), "{text}");
+    let rustup = text.lines().find_map(|l| l.split("rustup target add ").nth(1)).unwrap_or_else(|| panic!("{text}"));
+    for target in ["thumbv6m-none-eabi", "thumbv7m-none-eabi", "thumbv7em-none-eabihf", "thumbv8m.main-none-eabihf"] {
+        assert!(rustup.contains(target), "{target} not in `rustup target add {rustup}`");
+    }
+    assert!(!text.contains("x86_64-unknown-linux-gnu"), "{text}");
 }
 
 #[test]
@@ -118,4 +125,16 @@ fn the_tflm_tree_can_be_overridden() {
 
 fn xtask_with_env(args: &[&str], key: &str, value: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).env(key, value).output().unwrap()
+}
+
+#[test]
+fn boards_lists_every_profile_and_what_is_attached() {
+    let out = xtask(&["boards"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let text = text(&out);
+    for board in ["qemu-m7", "qemu-m4", "qemu-m3", "qemu-m55", "host", "nucleo-h743", "nrf52840-dk", "rp-pico"] {
+        assert!(text.contains(board), "{board} missing from:\n{text}");
+    }
+    assert!(text.contains("probe-rs STM32H743ZITx") && text.contains("qemu mps3-an547"), "{text}");
+    assert!(text.contains("debug probes attached:") && text.contains("serial ports:"), "{text}");
 }

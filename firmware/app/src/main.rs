@@ -1,10 +1,11 @@
 //! The hilmem reference firmware: boots, says hello, waits for the harness to
 //! name a scenario, runs it over TFLM and reports the measurement as protocol
-//! frames over the UART, then leaves through semihosting with an exit status.
-#![no_std]
-#![no_main]
+//! frames, then ends with an exit status. The same logic runs on bare metal
+//! (QEMU or a real board) and as a Linux program (the host board).
+#![cfg_attr(target_os = "none", no_std)]
+#![cfg_attr(target_os = "none", no_main)]
 
-mod board;
+mod platform;
 mod scenario;
 mod tflm;
 
@@ -18,12 +19,17 @@ pub mod config {
     include!(concat!(env!("OUT_DIR"), "/config.rs"));
 }
 
+#[cfg(target_os = "none")]
 #[cortex_m_rt::entry]
 fn main() -> ! {
-    board::init();
-    // SAFETY: called once, first thing, before anything has used the stack
-    // region below the current frame.
-    let stack = unsafe { board::paint_stack() };
+    platform::init();
+    // SAFETY: first thing after reset; nothing below this frame is in use.
+    let stack = unsafe { platform::Stack::paint() };
     let status = scenario::serve(stack);
-    board::exit(status)
+    platform::exit(status)
+}
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    platform::run(scenario::serve)
 }

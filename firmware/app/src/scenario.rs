@@ -1,21 +1,23 @@
 //! The conversation with the harness and the scenarios themselves.
 
+use core::cell::Cell;
 use core::fmt::Write;
 use core::mem::MaybeUninit;
-use core::sync::atomic::{AtomicBool, Ordering};
 
 use arena::{ArenaBuffer, Pool};
 use hilmem_protocol::{exit, parse_line, Frame, Line, MAX_LINE, MAX_PAYLOAD};
 
-use crate::board::{self, Stack};
+use crate::platform::{self, Stack};
 use crate::{config, tflm};
 
-/// The tensor arena. Not zeroed at boot: it is painted before each use, and the
-/// harness finds it in the ELF by this name to keep it out of `static_ram_bytes`.
+/// The tensor arena. On bare metal it has its own section (placed by the
+/// board's `memory.x`, in RAM or in a region of its own) and is not zeroed at
+/// boot: it is painted before use. The harness finds it in the ELF by this name
+/// to keep it out of `static_ram_bytes`.
 #[no_mangle]
-#[link_section = ".uninit.HILMEM_ARENA"]
+#[cfg_attr(target_os = "none", link_section = ".hilmem_arena")]
 static mut HILMEM_ARENA: MaybeUninit<ArenaBuffer<{ config::ARENA_BYTES }>> = MaybeUninit::uninit();
-static ARENA_TAKEN: AtomicBool = AtomicBool::new(false);
+static ARENA_TAKEN: critical_section::Mutex<Cell<bool>> = critical_section::Mutex::new(Cell::new(false));
 
 /// Cache-line alignment for pool buffers.
 const CACHE_LINE: usize = 32;
@@ -34,8 +36,8 @@ static mut POOL_MEMORY: PoolMemory = PoolMemory([0; POOL_BYTES]);
 fn send(frame: Frame) {
     // Frames are built from bounded fields; a frame too long to encode is a
     // firmware bug, caught by the panic handler.
-    frame.write_line(board::write).expect("frame too long");
-    board::write(b"\n");
+    frame.write_line(platform::write).expect("frame too long");
+    platform::write(b"\n");
 }
 
 fn fail(stage: &str, code: i32, detail: &str) -> i32 {
@@ -53,6 +55,17 @@ fn fail_with_tflm_messages(stage: &str, e: tflm::Error) -> i32 {
 /// Says hello, waits for a `Run` command and runs that scenario; returns the
 /// exit status.
 pub fn serve(stack: Stack) -> i32 {
+    if platform::cpu_part() != config::CPU_PART {
+        let mut detail = Text::<96>::new();
+        let _ = write!(
+            detail,
+            "built for board `{}` (CPUID part {:#x}), running on part {:#x}",
+            config::BOARD,
+            config::CPU_PART,
+            platform::cpu_part()
+        );
+        return fail("board", 0, detail.as_str());
+    }
     send(Frame::Hello {
         board: config::BOARD,
         model: config::MODEL_NAME,
@@ -79,11 +92,17 @@ fn run(scenario: &str, stack: &Stack) -> i32 {
     match scenario {
         "single-frame" => single_frame(stack),
         // Self-tests of the harness: each ends the run the way a broken
-        // firmware would, so the runners' handling of it can be tested.
+        // firmware or a bad line would, so the runners' handling of it can
+        // be tested.
         "selftest-panic" => panic!("self-test panic"),
-        "selftest-hardfault" => cortex_m::asm::udf(),
+        "selftest-hardfault" => platform::fault(),
+        "selftest-garbage" => {
+            platform::write(b"\x00\xff noise \x1b[2J\n");
+            platform::write(b"~hm1 0301 00000000\n");
+            exit::OK
+        }
         "selftest-hang" => loop {
-            cortex_m::asm::nop();
+            core::hint::spin_loop();
         },
         _ => {
             let mut detail = Text::<96>::new();
@@ -126,7 +145,7 @@ impl<const N: usize> Write for Text<N> {
 fn read_line(buf: &mut [u8]) -> usize {
     let mut len = 0;
     loop {
-        match board::read_byte() {
+        match platform::read_byte() {
             b'\n' => return len,
             b if len < buf.len() => {
                 buf[len] = b;
@@ -138,7 +157,8 @@ fn read_line(buf: &mut [u8]) -> usize {
 }
 
 fn take_arena() -> &'static mut [u8] {
-    assert!(!ARENA_TAKEN.swap(true, Ordering::SeqCst), "arena taken twice");
+    let taken = critical_section::with(|cs| ARENA_TAKEN.borrow(cs).replace(true));
+    assert!(!taken, "arena taken twice");
     // SAFETY: handed out once (checked above); any bit pattern is a valid u8.
     unsafe {
         let arena = core::ptr::addr_of_mut!(HILMEM_ARENA) as *mut u8;
@@ -207,6 +227,9 @@ fn single_frame(stack: &Stack) -> i32 {
     ];
     for (name, value) in metrics {
         send(Frame::Metric { name, value });
+    }
+    if let Some(rss) = platform::rss_peak_bytes() {
+        send(Frame::Metric { name: "rss_peak_bytes", value: rss });
     }
     for ((name, _), (class, value)) in config::INPUTS.iter().zip(answers) {
         send(Frame::Output { input: name, class, value });

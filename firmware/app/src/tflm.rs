@@ -6,7 +6,7 @@ use core::cell::RefCell;
 use critical_section::Mutex;
 use tflm_sys::{status, tensor_type, Tensor};
 
-use crate::board;
+use crate::platform;
 
 /// Room for TFLM's messages about one step; the failure frame carries them.
 const MESSAGE_BYTES: usize = 200;
@@ -35,7 +35,7 @@ impl Messages {
 extern "C" fn DebugLog(s: *const core::ffi::c_char) {
     // SAFETY: TFLM passes NUL-terminated strings.
     let bytes = unsafe { core::ffi::CStr::from_ptr(s) }.to_bytes();
-    board::write(bytes);
+    platform::write(bytes);
     critical_section::with(|cs| {
         let mut messages = MESSAGES.borrow_ref_mut(cs);
         if bytes == b"\r\n" {

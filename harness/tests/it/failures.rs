@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use harness::hil;
+use harness::hil::{self, RunError};
 use harness::measurement::SINGLE_FRAME;
-use harness::qemu::Ending;
+use harness::runner::{self, Ending, RunOptions};
 use hilmem_protocol::exit;
 
 use crate::support::*;
@@ -104,36 +104,86 @@ fn an_input_of_the_wrong_size_is_named() {
 
 #[test]
 fn panics_faults_and_hangs_end_the_run_with_their_own_status() {
-    let (firmware, _) = build(&model("hello_world"));
-    let panic = run(&firmware, "selftest-panic", TIMEOUT);
+    let board = default_board();
+    let model = model("hello_world");
+    let (firmware, _) = build(&board, &model);
+    let panic = run(&board, &model, &firmware, "selftest-panic", TIMEOUT);
     assert_eq!(panic.ending, Ending::Exited(exit::PANIC));
-    assert!(
-        panic.session.log.iter().any(|l| l.contains("panic: ") && l.contains("self-test panic")),
-        "{:?}",
-        panic.session.log
-    );
+    assert!(panic.session.log.iter().any(|l| l.contains("panic: self-test panic at")), "{:?}", panic.session.log);
 
-    let fault = run(&firmware, "selftest-hardfault", TIMEOUT);
+    let fault = run(&board, &model, &firmware, "selftest-hardfault", TIMEOUT);
     assert_eq!(fault.ending, Ending::Exited(exit::HARD_FAULT));
     assert!(fault.session.log.iter().any(|l| l.contains("hard fault at pc=")), "{:?}", fault.session.log);
 
-    let limit = Duration::from_secs(3);
-    let hang = run(&firmware, "selftest-hang", limit);
-    assert_eq!(hang.ending, Ending::TimedOut(limit));
-    // What it printed before it hung is kept for the report.
-    assert!(hang.session.hello.is_some());
-
-    let unknown = run(&firmware, "no-such-scenario", TIMEOUT);
+    let unknown = run(&board, &model, &firmware, "no-such-scenario", TIMEOUT);
     assert_eq!(unknown.ending, Ending::Exited(exit::FAILED));
     assert_eq!(unknown.session.failure.as_ref().unwrap().detail, "unknown scenario `no-such-scenario`");
 }
 
 #[test]
-fn a_fault_is_an_error_with_the_last_lines_not_a_measurement() {
+fn a_silent_board_is_stopped_at_its_timeout_and_leaves_no_process() {
+    let mut board = default_board();
+    board.timeout = Duration::from_secs(3);
     let model = model("hello_world");
-    let (firmware, sizes) = build(&model);
-    let fault = run(&firmware, "selftest-hardfault", TIMEOUT);
-    let error = hil::record(&board(), &model, &firmware, sizes, SINGLE_FRAME, &fault).unwrap_err().to_string();
-    assert!(error.contains("model `hello_world`") && error.contains("HardFault"), "{error}");
-    assert!(error.contains("last lines from the target") && error.contains("hard fault at pc="), "{error}");
+    let (firmware, sizes) = build(&board, &model);
+    let started = std::time::Instant::now();
+    let hang = run(&board, &model, &firmware, "selftest-hang", board.timeout);
+    assert!(started.elapsed() < board.timeout + Duration::from_secs(5));
+    assert_eq!(hang.ending, Ending::TimedOut(board.timeout));
+    let pid = hang.process.unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "QEMU (pid {pid}) is still there");
+
+    let error = hil::record(&board, &model, &firmware, sizes, "selftest-hang", &hang).unwrap_err().to_string();
+    assert!(error.contains("board `qemu-m7`") && error.contains("no answer within 3 s"), "{error}");
+    assert!(error.contains("expected the scenario's Metric frames"), "{error}");
+    assert!(error.contains("last lines from the target"), "{error}");
+}
+
+#[test]
+fn garbage_on_the_wire_is_an_error_quoting_the_line() {
+    let board = default_board();
+    let model = model("hello_world");
+    let (firmware, sizes) = build(&board, &model);
+    let garbage = run(&board, &model, &firmware, "selftest-garbage", TIMEOUT);
+    let error = hil::record(&board, &model, &firmware, sizes, "selftest-garbage", &garbage).unwrap_err();
+    assert!(matches!(error, RunError::Wire { .. }), "{error}");
+    let error = error.to_string();
+    assert!(error.contains("corrupt frame on the wire") && error.contains("~hm1 0301 00000000"), "{error}");
+}
+
+#[test]
+fn a_fault_is_an_error_with_the_last_lines_not_a_measurement() {
+    for board in [default_board(), board("host")] {
+        let model = model("hello_world");
+        let (firmware, sizes) = build(&board, &model);
+        let fault = run(&board, &model, &firmware, "selftest-hardfault", TIMEOUT);
+        let error = hil::record(&board, &model, &firmware, sizes, SINGLE_FRAME, &fault).unwrap_err().to_string();
+        assert!(error.contains("model `hello_world`") && error.contains(&format!("board `{}`", board.name)), "{error}");
+        let how = if board.name == "host" { "the target died: signal: 11" } else { "HardFault" };
+        assert!(error.contains(how), "{error}");
+        assert!(error.contains("last lines from the target"), "{error}");
+    }
+}
+
+#[test]
+fn an_image_built_for_another_board_is_not_deployed() {
+    let m7 = default_board();
+    let m4 = board("qemu-m4");
+    let model = model("hello_world");
+    let (firmware, _) = build(&m7, &model);
+    let err = hil::execute(&m4, &model, &firmware, SINGLE_FRAME, TIMEOUT, &RunOptions::default()).unwrap_err();
+    assert!(matches!(err, RunError::WrongImage { .. }), "{err}");
+    assert!(err.to_string().contains("built as `hilmem board=qemu-m7 model=hello_world`"), "{err}");
+
+    // Deployed anyway (straight through the runner), the firmware itself
+    // sees the wrong CPU and refuses.
+    let mut target = runner::start(&m4, &firmware.elf, &RunOptions::default()).unwrap();
+    let run = runner::drive(target.as_mut(), SINGLE_FRAME, TIMEOUT).unwrap();
+    let failure = run.session.failure.unwrap();
+    assert_eq!(failure.stage, "board");
+    assert!(
+        failure.detail.contains("built for board `qemu-m7` (CPUID part 0xc27), running on part 0xc24"),
+        "{failure:?}"
+    );
+    assert!(run.session.metrics.is_empty());
 }

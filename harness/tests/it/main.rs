@@ -3,4 +3,5 @@
 
 mod failures;
 mod firmware_runs;
+mod real_boards;
 mod support;

@@ -1,5 +1,5 @@
-//! Shared set-up: the default board, the repository's models, and builds in
-//! the shared firmware target directory (cargo and the harness's build lock
+//! Shared set-up: the repository's boards and models, and builds in the
+//! shared firmware target directories (cargo and the harness's build lock
 //! serialise concurrent builds).
 
 use std::path::Path;
@@ -9,8 +9,9 @@ use harness::board::{Board, DEFAULT_BOARD};
 use harness::elf::{self, ImageSizes};
 use harness::firmware::{self, Firmware};
 use harness::hil::{self, Options, Results};
+use harness::measurement::Measurement;
 use harness::models::{self, ModelSpec};
-use harness::qemu::Run;
+use harness::runner::{Run, RunOptions};
 use harness::Workspace;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -19,8 +20,12 @@ pub fn ws() -> Workspace {
     Workspace::from_source()
 }
 
-pub fn board() -> Board {
-    Board::load(&ws(), DEFAULT_BOARD).unwrap()
+pub fn board(name: &str) -> Board {
+    Board::load(&ws(), name).unwrap()
+}
+
+pub fn default_board() -> Board {
+    board(DEFAULT_BOARD)
 }
 
 /// A model from the repository's `hil.toml`.
@@ -28,23 +33,32 @@ pub fn model(name: &str) -> ModelSpec {
     models::load(&ws().models_file()).unwrap().into_iter().find(|m| m.name == name).unwrap()
 }
 
-pub fn build(model: &ModelSpec) -> (Firmware, ImageSizes) {
-    let board = board();
-    let firmware = firmware::build(&ws(), &board, model, &mut |_| {}).unwrap();
-    let sizes = elf::sizes(&firmware.elf, &board.memory).unwrap();
+pub fn build(board: &Board, model: &ModelSpec) -> (Firmware, ImageSizes) {
+    let firmware = firmware::build(&ws(), board, model, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let sizes = elf::sizes(&firmware.elf, &board.layout).unwrap();
     (firmware, sizes)
 }
 
-pub fn run(firmware: &Firmware, scenario: &str, timeout: Duration) -> Run {
-    hil::execute(&board(), firmware, scenario, timeout).unwrap()
+pub fn run(board: &Board, model: &ModelSpec, firmware: &Firmware, scenario: &str, timeout: Duration) -> Run {
+    hil::execute(board, model, firmware, scenario, timeout, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Builds and runs `scenario` and turns the run into a record.
+pub fn measure(board: &Board, model_name: &str, scenario: &str) -> (Measurement, Run) {
+    let model = model(model_name);
+    let (firmware, sizes) = build(board, &model);
+    let run = run(board, &model, &firmware, scenario, TIMEOUT);
+    let record = hil::record(board, &model, &firmware, sizes, scenario, &run).unwrap_or_else(|e| panic!("{e}"));
+    (record, run)
 }
 
 /// Runs `hil` on the default board with a models file written into `dir`.
 pub fn hil_with_models(dir: &Path, models_toml: &str) -> Results {
     let file = dir.join("hil.toml");
     std::fs::write(&file, models_toml).unwrap();
-    let options = Options { board: DEFAULT_BOARD.into(), models_file: file, models: vec![], timeout: TIMEOUT };
-    hil::run(&ws(), &options, &mut |_| {}).unwrap()
+    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    options.models_file = file;
+    hil::run(&ws(), &options, &|_| {}).unwrap()
 }
 
 /// A figure TFLM printed itself, as `<prefix><n> bytes`.

@@ -1,0 +1,128 @@
+//! The firmware logic as a Linux program: standard input and output stand in
+//! for the UART, the scenario runs on a thread whose stack is painted, and the
+//! kernel's accounting gives the peak resident set.
+
+use std::io::{Read, Write};
+
+use hilmem_protocol::exit;
+
+use crate::config::STACK_BYTES;
+
+pub fn init() {
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(std::io::stdout(), "\npanic: {info}");
+        exit(exit::PANIC);
+    }));
+}
+
+pub fn write(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes);
+    if bytes.ends_with(b"\n") {
+        let _ = out.flush();
+    }
+}
+
+/// Blocks until the harness sends a byte; the end of input ends the program.
+pub fn read_byte() -> u8 {
+    let _ = std::io::stdout().flush();
+    let mut byte = [0u8];
+    match std::io::stdin().read_exact(&mut byte) {
+        Ok(()) => byte[0],
+        Err(_) => exit(exit::FAILED),
+    }
+}
+
+/// Bytes below the stack pointer left alone while painting.
+const PAINT_GUARD: usize = 4096;
+
+/// The scenario thread's stack, `[bottom, top)`.
+pub struct Stack {
+    bottom: usize,
+    top: usize,
+}
+
+fn stack_pointer() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl Stack {
+    /// Paints the unused part of the calling thread's stack.
+    ///
+    /// # Safety
+    /// Call once, first thing on the thread: the stack below the caller's
+    /// frame is overwritten.
+    pub unsafe fn paint() -> Stack {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+        assert_eq!(libc::pthread_attr_getstack(&attr, &mut addr, &mut size), 0);
+        libc::pthread_attr_destroy(&mut attr);
+        // The lowest page is the guard page.
+        let bottom = addr as usize + page_size();
+        let stack = Stack { bottom, top: addr as usize + size };
+        let end = stack_pointer() - PAINT_GUARD;
+        let mut p = bottom as *mut u8;
+        while (p as usize) < end {
+            std::ptr::write_volatile(p, arena::PAINT);
+            p = p.add(1);
+        }
+        stack
+    }
+
+    pub fn size(&self) -> usize {
+        self.top - self.bottom
+    }
+
+    /// Deepest extent of the stack since it was painted, in bytes from the top.
+    pub fn peak(&self) -> usize {
+        let reach = stack_pointer().saturating_sub(PAINT_GUARD).max(self.bottom);
+        // SAFETY: [bottom, sp - guard) is this thread's stack below every live frame.
+        let unused = unsafe { std::slice::from_raw_parts(self.bottom as *const u8, reach - self.bottom) };
+        self.size() - arena::untouched_prefix(unused)
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: plain query.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+/// No CPUID on the host: any x86_64 will do.
+pub fn cpu_part() -> u16 {
+    0
+}
+
+/// The kernel's peak resident set size of this process (VmHWM).
+pub fn rss_peak_bytes() -> Option<i64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: i64 =
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Faults on purpose: a write through a null pointer (SIGSEGV).
+pub fn fault() -> ! {
+    // SAFETY: not safe at all; that is the point.
+    unsafe { std::ptr::write_volatile(std::ptr::null_mut::<u8>(), 0) };
+    unreachable!()
+}
+
+pub fn exit(status: i32) -> ! {
+    let _ = std::io::stdout().flush();
+    std::process::exit(status)
+}
+
+/// Runs `serve` on a thread with the configured stack, painted first.
+pub fn run(serve: fn(Stack) -> i32) -> ! {
+    init();
+    let thread = std::thread::Builder::new().stack_size(STACK_BYTES).spawn(move || {
+        // SAFETY: first thing on a fresh thread.
+        let stack = unsafe { Stack::paint() };
+        serve(stack)
+    });
+    let status = thread.expect("cannot start the scenario thread").join().unwrap_or(exit::PANIC);
+    exit(status)
+}

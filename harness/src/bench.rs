@@ -1,0 +1,117 @@
+//! How much time the harness adds to running the firmware: a full emulated
+//! run (every QEMU board, every model, single-frame, boards in parallel)
+//! against running the same images with bare `qemu-system-arm`, one after
+//! another, fed the same command.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hilmem_protocol::Frame;
+
+use crate::board::{self, Board, Runner};
+use crate::hil::{self, ConfigError, Options};
+use crate::measurement::SINGLE_FRAME;
+use crate::models;
+use crate::runner::{qemu_args, QEMU, STDIO_UART};
+use crate::{firmware, Workspace};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("the {phase} run failed: {error}")]
+    Hil { phase: &'static str, error: String },
+    #[error("bare {QEMU} on {elf}: {why}")]
+    Bare { elf: String, why: String },
+}
+
+/// Timings of one benchmark.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    pub boards: Vec<String>,
+    pub images: usize,
+    /// Boards the harness ran at once.
+    pub jobs: usize,
+    /// The harness's run of every image (already built).
+    pub hil: Duration,
+    /// The same images under bare QEMU, one after another.
+    pub bare: Duration,
+}
+
+impl BenchReport {
+    /// The harness's time over the bare time divided among the jobs; 1.0 means
+    /// the harness adds nothing to a perfect split of the bare runs.
+    pub fn ratio(&self) -> f64 {
+        self.hil.as_secs_f64() / (self.bare.as_secs_f64() / self.jobs as f64)
+    }
+}
+
+pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Result<BenchReport, BenchError> {
+    let boards: Vec<Board> = board::load_all(ws)
+        .map_err(ConfigError::from)?
+        .into_iter()
+        .filter(|b| matches!(b.runner, Runner::Qemu { .. }))
+        .collect();
+    let models = models::load(&ws.models_file()).map_err(ConfigError::from)?;
+    let mut options = Options::new(ws, boards.iter().map(|b| b.name.clone()).collect());
+    options.jobs = jobs;
+
+    progress("building every image (not timed)");
+    let results = hil::run(ws, &options, &|_| {})?;
+    if let Some(f) = results.failed.first() {
+        return Err(BenchError::Hil { phase: "build", error: f.error.clone() });
+    }
+
+    progress("timing the harness");
+    options.build = false;
+    let started = Instant::now();
+    let results = hil::run(ws, &options, &|_| {})?;
+    let hil_time = started.elapsed();
+    if let Some(f) = results.failed.first() {
+        return Err(BenchError::Hil { phase: "timed", error: f.error.clone() });
+    }
+
+    progress("timing bare QEMU");
+    let mut command_line = Vec::new();
+    Frame::Run { scenario: SINGLE_FRAME }.write_line(|b| command_line.extend_from_slice(b)).expect("short");
+    command_line.push(b'\n');
+    let mut bare = Duration::ZERO;
+    for board in &boards {
+        for model in &models {
+            let elf = firmware::built(ws, board, model)
+                .map_err(|e| BenchError::Hil { phase: "build", error: e.to_string() })?
+                .elf;
+            bare += bare_run(board, &elf, &command_line)?;
+        }
+    }
+    Ok(BenchReport {
+        boards: boards.iter().map(|b| b.name.clone()).collect(),
+        images: boards.len() * models.len(),
+        jobs: options.jobs.clamp(1, boards.len()),
+        hil: hil_time,
+        bare,
+    })
+}
+
+fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result<Duration, BenchError> {
+    let fail = |why: String| BenchError::Bare { elf: elf.display().to_string(), why };
+    let started = Instant::now();
+    let mut child = Command::new(QEMU)
+        .args(qemu_args(board, elf))
+        .args(STDIO_UART)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| fail(e.to_string()))?;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(command_line).map_err(|e| fail(e.to_string()))?;
+    let status = child.wait().map_err(|e| fail(e.to_string()))?;
+    drop(stdin);
+    let took = started.elapsed();
+    if !status.success() {
+        return Err(fail(format!("exited with {status}")));
+    }
+    Ok(took)
+}

@@ -1,0 +1,147 @@
+//! Targets that are local processes: the [`Process`] bookkeeping shared by
+//! them, and [`Stdio`], whose standard input and output are the firmware's
+//! UART (QEMU with `-serial stdio`, or the host build of the firmware).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{ChildStdin, ChildStdout, Command};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::{Ending, Next, RunnerError, Target};
+
+/// A started program: its exit status once known, and its standard error.
+pub struct Process {
+    child: std::process::Child,
+    ended: Option<Ending>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Process {
+    /// Starts `command` with all three standard streams piped.
+    pub fn spawn(mut command: Command, program: &str, hint: &'static str) -> Result<Process, RunnerError> {
+        use std::process::Stdio;
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| RunnerError::Spawn { program: program.to_owned(), source, hint })?;
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        });
+        Ok(Process { child, ended: None, stderr: Some(stderr) })
+    }
+
+    pub fn stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    pub fn stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    pub fn ended(&mut self) -> Result<Option<Ending>, RunnerError> {
+        if self.ended.is_none() {
+            let status = self
+                .child
+                .try_wait()
+                .map_err(|source| RunnerError::Io { what: "cannot wait for the target process".into(), source })?;
+            self.ended = status.map(|s| s.code().map_or_else(|| Ending::Died(s.to_string()), Ending::Exited));
+        }
+        Ok(self.ended.clone())
+    }
+
+    /// Kills the program unless it has ended, and reaps it.
+    pub fn stop(&mut self) {
+        if self.ended.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    pub fn diagnostics(&mut self) -> String {
+        self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default()
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Lines read from `stream` on a thread of their own, so reads can time out.
+pub fn line_reader(stream: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    let mut stream = BufReader::new(stream);
+    std::thread::spawn(move || loop {
+        let mut line = Vec::new();
+        match stream.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if tx.send(String::from_utf8_lossy(&line).into_owned()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// A program whose standard input and output carry the firmware's UART.
+pub struct Stdio {
+    process: Process,
+    input: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Stdio {
+    pub fn start(command: Command, program: &str, hint: &'static str) -> Result<Stdio, RunnerError> {
+        let mut process = Process::spawn(command, program, hint)?;
+        let lines = line_reader(process.stdout().unwrap());
+        Ok(Stdio { input: process.stdin(), process, lines })
+    }
+}
+
+impl Target for Stdio {
+    fn next(&mut self, wait: Duration) -> Result<Next, RunnerError> {
+        match self.lines.recv_timeout(wait) {
+            Ok(line) => Ok(Next::Line(line)),
+            Err(RecvTimeoutError::Timeout) => Ok(Next::Idle),
+            Err(RecvTimeoutError::Disconnected) => Ok(Next::Closed),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> Result<(), RunnerError> {
+        let input = self.input.as_mut().expect("input is open until stop");
+        input
+            .write_all(bytes)
+            .and_then(|()| input.flush())
+            .map_err(|source| RunnerError::Io { what: "cannot write to the target's input".into(), source })
+    }
+
+    fn ended(&mut self) -> Result<Option<Ending>, RunnerError> {
+        self.process.ended()
+    }
+
+    fn stop(&mut self) {
+        self.input = None;
+        self.process.stop();
+    }
+
+    fn diagnostics(&mut self) -> String {
+        self.process.diagnostics()
+    }
+
+    fn process(&self) -> Option<u32> {
+        Some(self.process.id())
+    }
+}

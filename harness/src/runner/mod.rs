@@ -1,0 +1,200 @@
+//! Runners deploy an image and start it; transports carry what it says.
+//!
+//! Every combination hands the harness a [`Target`]: lines in, bytes out, and
+//! how the program ended. [`drive`] holds the conversation with any of them,
+//! so everything downstream of the lines is board-independent. A new runner
+//! or transport is one module here that implements [`Target`] and one arm in
+//! [`start`].
+
+mod child;
+mod lines;
+pub mod probe;
+mod pty;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hilmem_protocol::Frame;
+
+use crate::board::{Board, Runner, Transport};
+use crate::session::Session;
+
+pub const QEMU: &str = "qemu-system-arm";
+
+/// Longest single wait for output before checking whether the target ended.
+const POLL: Duration = Duration::from_millis(50);
+/// How long a target may take to exit after closing its output.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("cannot start {program}: {source}{hint}")]
+    Spawn { program: String, source: std::io::Error, hint: &'static str },
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("{0}")]
+    Pty(String),
+    #[error(transparent)]
+    Probe(#[from] probe::ProbeError),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The firmware left with this exit status (see `hilmem_protocol::exit`).
+    Exited(i32),
+    /// The program died without an exit status (a signal, a vanished pipe).
+    Died(String),
+    /// No end within this timeout; the target was stopped.
+    TimedOut(Duration),
+}
+
+/// What one run produced.
+#[derive(Debug)]
+pub struct Run {
+    pub session: Session,
+    pub ending: Ending,
+    /// The runner's own diagnostics (QEMU's standard error, ...).
+    pub diagnostics: String,
+    /// The process that ran the image, for runners that start one.
+    pub process: Option<u32>,
+}
+
+/// What a target had to say when asked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    Line(String),
+    /// Nothing within the wait.
+    Idle,
+    /// The output is closed for good.
+    Closed,
+}
+
+/// A started image.
+pub trait Target {
+    /// The next line of output, waiting at most `wait`.
+    fn next(&mut self, wait: Duration) -> Result<Next, RunnerError>;
+    /// Sends bytes to the firmware's input.
+    fn send(&mut self, bytes: &[u8]) -> Result<(), RunnerError>;
+    /// How the program ended, if it has.
+    fn ended(&mut self) -> Result<Option<Ending>, RunnerError>;
+    /// Stops the program and releases what it holds; safe to call twice.
+    fn stop(&mut self);
+    /// The runner's own diagnostics so far.
+    fn diagnostics(&mut self) -> String;
+    fn process(&self) -> Option<u32>;
+}
+
+/// Settings that come from the command line rather than the profile.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Debug probe to use, overriding the profile's.
+    pub probe: Option<probe::Selector>,
+}
+
+/// Deploys `elf` on the board and starts it.
+pub fn start(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<dyn Target>, RunnerError> {
+    match (&board.runner, &board.transport) {
+        (Runner::Qemu { .. }, Transport::Pty) => Ok(Box::new(pty::QemuPty::start(&qemu_args(board, elf))?)),
+        (Runner::Qemu { .. }, _) => {
+            let mut command = Command::new(QEMU);
+            command.args(qemu_args(board, elf)).args(STDIO_UART);
+            Ok(Box::new(child::Stdio::start(command, QEMU, QEMU_HINT)?))
+        }
+        (Runner::Host, _) => Ok(Box::new(child::Stdio::start(Command::new(elf), &elf.display().to_string(), "")?)),
+        (Runner::ProbeRs { chip, probe }, _) => {
+            let selector = match (&options.probe, probe) {
+                (Some(chosen), _) => Some(chosen.clone()),
+                (None, Some(profile)) => Some(probe::Selector::parse(profile)?),
+                (None, None) => None,
+            };
+            Ok(Box::new(probe::ProbeTarget::start(chip, selector.as_ref(), elf)?))
+        }
+    }
+}
+
+/// QEMU arguments that put the UART on standard input and output.
+pub const STDIO_UART: [&str; 4] = ["-monitor", "none", "-serial", "stdio"];
+
+/// QEMU's arguments for running `elf` on a QEMU board, less the UART's.
+pub fn qemu_args(board: &Board, elf: &Path) -> Vec<String> {
+    let Runner::Qemu { machine, icount_shift } = &board.runner else {
+        panic!("board {} is not a QEMU board", board.name);
+    };
+    let mut args: Vec<String> =
+        ["-machine", machine, "-cpu", board.cpu.name, "-display", "none"].into_iter().map(String::from).collect();
+    args.extend(["-semihosting-config".into(), "enable=on,target=native".into()]);
+    if let Some(shift) = icount_shift {
+        args.extend(["-icount".into(), format!("shift={shift}")]);
+    }
+    args.extend(["-kernel".into(), elf.display().to_string()]);
+    args
+}
+
+/// Serial ports present on this machine.
+pub fn serial_ports() -> Vec<String> {
+    serialport::available_ports().map(|ports| ports.into_iter().map(|p| p.port_name).collect()).unwrap_or_default()
+}
+
+const QEMU_HINT: &str = "; install it with `cargo xtask doctor` (Debian/Ubuntu package qemu-system-arm)";
+
+/// Holds the conversation: waits for `Hello`, sends `Run` for `scenario`,
+/// collects everything until the program ends or `timeout` passes (then the
+/// target is stopped).
+pub fn drive(target: &mut dyn Target, scenario: &str, timeout: Duration) -> Result<Run, RunnerError> {
+    let started = Instant::now();
+    let mut session = Session::default();
+    let mut command_sent = false;
+    let ending = loop {
+        let Some(left) = timeout.checked_sub(started.elapsed()) else {
+            target.stop();
+            break Ending::TimedOut(timeout);
+        };
+        match target.next(left.min(POLL)) {
+            Ok(Next::Line(line)) => {
+                session.feed(&line);
+                if session.hello.is_some() && !command_sent {
+                    let mut command = Vec::new();
+                    Frame::Run { scenario }
+                        .write_line(|b| command.extend_from_slice(b))
+                        .expect("scenario names are short");
+                    command.push(b'\n');
+                    if let Err(e) = target.send(&command) {
+                        target.stop();
+                        return Err(e);
+                    }
+                    command_sent = true;
+                }
+            }
+            Ok(Next::Idle) => {
+                if let Some(ending) = target.ended()? {
+                    // Whatever was still in flight.
+                    while let Next::Line(line) = target.next(Duration::ZERO)? {
+                        session.feed(&line);
+                    }
+                    break ending;
+                }
+            }
+            Ok(Next::Closed) => break wait_for_end(target)?,
+            Err(e) => {
+                target.stop();
+                return Err(e);
+            }
+        }
+    };
+    target.stop();
+    Ok(Run { session, ending, diagnostics: target.diagnostics(), process: target.process() })
+}
+
+fn wait_for_end(target: &mut dyn Target) -> Result<Ending, RunnerError> {
+    let closed = Instant::now();
+    while closed.elapsed() < EXIT_GRACE {
+        if let Some(ending) = target.ended()? {
+            return Ok(ending);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    target.stop();
+    Ok(Ending::Died("closed its output but did not exit".into()))
+}

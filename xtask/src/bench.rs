@@ -1,0 +1,25 @@
+//! `cargo xtask bench`: what the harness costs on top of bare QEMU.
+
+use anyhow::Result;
+use harness::{bench, Workspace};
+
+use crate::exit;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Boards the harness runs at once [default: the number of cores].
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let ws = Workspace::from_source();
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let report = bench::run(&ws, jobs, &mut |line| eprintln!("{line}"))?;
+    println!("boards:            {}", report.boards.join(", "));
+    println!("images:            {}", report.images);
+    println!("hilmem ({} jobs):   {:.2} s", report.jobs, report.hil.as_secs_f64());
+    println!("bare qemu, serial: {:.2} s", report.bare.as_secs_f64());
+    println!("ratio:             {:.3} (hilmem / (bare / {}); goal <= 1.15)", report.ratio(), report.jobs);
+    Ok(exit::OK)
+}
