@@ -74,7 +74,7 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
 
     progress("timing bare QEMU");
     let mut command_line = Vec::new();
-    Frame::Run { scenario: SINGLE_FRAME }.write_line(|b| command_line.extend_from_slice(b)).expect("short");
+    Frame::Run { scenario: SINGLE_FRAME, frames: 0 }.write_line(|b| command_line.extend_from_slice(b)).expect("short");
     command_line.push(b'\n');
     let mut bare = Duration::ZERO;
     for board in &boards {

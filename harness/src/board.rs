@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use arena::budget::{Budget, Gate};
 use serde::Deserialize;
 
 use crate::strict_toml::{self, TomlError};
@@ -125,39 +126,6 @@ impl Region {
     fn inside(&self, range: &Range<u64>) -> bool {
         range.start <= self.origin && self.end() <= range.end
     }
-}
-
-/// What the board's RAM is planned for (design: a memory budget per board).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budget {
-    pub input_frame_bytes: u64,
-    pub preprocess_bytes: u64,
-    pub tensor_arena_bytes: u64,
-    pub postprocess_bytes: u64,
-    pub system_reserved_bytes: u64,
-    /// Head room on top of the sum, in percent of it.
-    pub safety_margin_percent: u64,
-}
-
-impl Budget {
-    /// The planned bytes with the safety margin.
-    pub fn total_bytes(&self) -> u64 {
-        let sum = self.input_frame_bytes
-            + self.preprocess_bytes
-            + self.tensor_arena_bytes
-            + self.postprocess_bytes
-            + self.system_reserved_bytes;
-        sum + sum * self.safety_margin_percent / 100
-    }
-}
-
-/// When a model is refused (design: the safety gate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Gate {
-    pub min_free_heap_bytes: u64,
-    pub min_stack_margin_percent: u64,
 }
 
 /// A Cortex-M core, or the host.
@@ -453,10 +421,13 @@ fn validate(name: &str, file: &Path, raw: RawBoard) -> Result<Board, BoardError>
     }
     if let Layout::BareMetal(m) = &layout {
         let ram = m.ram.length + m.arena.map_or(0, |a| a.length);
-        if b.total_bytes() > ram {
+        if b.with_margin_bytes() > ram {
             return Err(invalid(
                 "budget",
-                format!("plans {} bytes with its safety margin; the board has {ram} bytes of RAM", b.total_bytes()),
+                format!(
+                    "plans {} bytes with its safety margin; the board has {ram} bytes of RAM",
+                    b.with_margin_bytes()
+                ),
             ));
         }
     }

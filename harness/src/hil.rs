@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hilmem_protocol::exit;
+use hilmem_protocol::{exit, WARM_UP_FRAMES};
 use serde::{Deserialize, Serialize};
 
 use crate::board::{self, Board, BoardError};
 use crate::elf::{self, ElfError, ImageSizes};
-use crate::firmware::{self, BuildError, Firmware};
+use crate::firmware::{self, BuildError, Firmware, Variant};
 use crate::fsutil::write_atomic;
-use crate::measurement::{check_outputs, metric, Measurement, SINGLE_FRAME};
+use crate::measurement::{checks, metric, Measurement, DEFAULT_FRAMES, SCENARIOS};
 use crate::models::{self, ModelSpec, ModelsError};
 use crate::runner::{self, Ending, Run, RunOptions, RunnerError};
 use crate::Workspace;
@@ -31,6 +31,10 @@ pub enum ConfigError {
     Board(#[from] BoardError),
     #[error(transparent)]
     Models(#[from] ModelsError),
+    #[error("no scenario `{0}` (scenarios: {list})", list = SCENARIOS.join(", "))]
+    UnknownScenario(String),
+    #[error("the streaming scenarios need more than {min} frames, not {0}", min = WARM_UP_FRAMES)]
+    TooFewFrames(u32),
 }
 
 /// Why one board, model and scenario produced no measurement.
@@ -52,6 +56,8 @@ pub enum RunError {
     WrongImage { context: String, elf: PathBuf, found: String, expected: String },
     #[error("{context}: no image at {elf}; run without --no-build first")]
     NotBuilt { context: String, elf: PathBuf },
+    #[error("{context}: no image to run: {error}")]
+    Image { context: String, error: String },
 }
 
 fn stage_meaning(stage: &str) -> &'static str {
@@ -75,6 +81,10 @@ pub struct Options {
     pub models_file: PathBuf,
     /// Models to run, by name; all of the models file when empty.
     pub models: Vec<String>,
+    /// Scenarios to run, each from a fresh boot.
+    pub scenarios: Vec<String>,
+    /// Length of the streaming scenarios.
+    pub frames: u32,
     /// Longest time one scenario may run; the board profile's when None.
     pub timeout: Option<Duration>,
     /// Build (or check with cargo that the build is current) before running;
@@ -83,20 +93,24 @@ pub struct Options {
     /// Boards run at once.
     pub jobs: usize,
     pub run: RunOptions,
+    pub variant: Variant,
 }
 
 impl Options {
-    /// All models of `hil.toml` on `boards`, building first, as many boards at
-    /// once as there are cores.
+    /// All models of `hil.toml` and all scenarios on `boards`, building first,
+    /// as many boards at once as there are cores.
     pub fn new(ws: &Workspace, boards: Vec<String>) -> Options {
         Options {
             boards,
             models_file: ws.models_file(),
             models: Vec::new(),
+            scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
+            frames: DEFAULT_FRAMES,
             timeout: None,
             build: true,
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             run: RunOptions::default(),
+            variant: Variant::Standard,
         }
     }
 }
@@ -178,6 +192,15 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     let file = &options.models_file;
     let models = models::select(models::load(file)?, &options.models, file)?;
 
+    for scenario in &options.scenarios {
+        if !SCENARIOS.contains(&scenario.as_str()) {
+            return Err(ConfigError::UnknownScenario(scenario.clone()));
+        }
+    }
+    if options.frames <= WARM_UP_FRAMES {
+        return Err(ConfigError::TooFewFrames(options.frames));
+    }
+
     let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
     let outcomes = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -185,30 +208,33 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
             scope.spawn(|| loop {
                 let Some(board) = queue.lock().unwrap().pop_front() else { break };
                 for model in &models {
-                    let outcome = measure(ws, board, model, SINGLE_FRAME, options, progress);
-                    outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), outcome));
+                    for (scenario, outcome) in measure(ws, board, model, options, progress) {
+                        outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
+                    }
                 }
             });
         }
     });
 
     let mut outcomes = outcomes.into_inner().unwrap();
-    let rank = |board: &str, model: &str| {
-        (boards.iter().position(|b| b.name == board), models.iter().position(|m| m.name == model))
+    let rank = |board: &str, model: &str, scenario: &str| {
+        (
+            boards.iter().position(|b| b.name == board),
+            models.iter().position(|m| m.name == model),
+            SCENARIOS.iter().position(|s| *s == scenario),
+        )
     };
-    outcomes.sort_by_key(|(board, model, _)| rank(board, model));
+    outcomes.sort_by_key(|(board, model, scenario, _)| rank(board, model, scenario));
     let mut results = Results {
         format: RESULTS_FORMAT,
         boards: boards.iter().map(|b| b.name.clone()).collect(),
         records: Vec::new(),
         failed: Vec::new(),
     };
-    for (board, model, outcome) in outcomes {
+    for (board, model, scenario, outcome) in outcomes {
         match outcome {
             Ok(record) => results.records.push(record),
-            Err(error) => {
-                results.failed.push(Failed { board, model, scenario: SINGLE_FRAME.into(), error: error.to_string() })
-            }
+            Err(error) => results.failed.push(Failed { board, model, scenario, error: error.to_string() }),
         }
     }
     Ok(results)
@@ -221,31 +247,61 @@ pub fn save(dir: &std::path::Path, results: &Results) -> std::io::Result<PathBuf
     Ok(path)
 }
 
+/// Builds (or finds) the model's image and runs each scenario on it.
 fn measure(
     ws: &Workspace,
     board: &Board,
     model: &ModelSpec,
-    scenario: &str,
     options: &Options,
     progress: &(dyn Fn(Event) + Sync),
-) -> Result<Measurement, RunError> {
+) -> Vec<(String, Result<Measurement, RunError>)> {
+    let image = image(ws, board, model, options, progress);
+    let scenarios = options.scenarios.iter();
+    let (firmware, sizes) = match image {
+        Ok(image) => image,
+        Err(error) => {
+            let error = error.to_string();
+            let failed = |s: &String| {
+                (s.clone(), Err(RunError::Image { context: context(board, model, s), error: error.clone() }))
+            };
+            return scenarios.map(failed).collect();
+        }
+    };
+    let timeout = options.timeout.unwrap_or(board.timeout);
+    scenarios
+        .map(|scenario| {
+            progress(Event::Running { board: &board.name, model: &model.name, scenario });
+            let outcome = execute(board, model, &firmware, scenario, options.frames, timeout, &options.run)
+                .and_then(|run| record(board, model, &firmware, sizes, scenario, &run));
+            progress(Event::Finished { board: &board.name, model: &model.name, scenario, ok: outcome.is_ok() });
+            (scenario.clone(), outcome)
+        })
+        .collect()
+}
+
+fn image(
+    ws: &Workspace,
+    board: &Board,
+    model: &ModelSpec,
+    options: &Options,
+    progress: &(dyn Fn(Event) + Sync),
+) -> Result<(Firmware, ImageSizes), RunError> {
     let firmware = if options.build {
         progress(Event::Building { board: &board.name, model: &model.name });
-        firmware::build(ws, board, model, &mut |line| progress(Event::BuildOutput { board: &board.name, line }))?
+        let mut output = |line: &str| progress(Event::BuildOutput { board: &board.name, line });
+        firmware::build(ws, board, model, options.variant, &mut output)?
     } else {
         let firmware = firmware::built(ws, board, model)?;
         if !firmware.elf.is_file() {
-            return Err(RunError::NotBuilt { context: context(board, model, scenario), elf: firmware.elf });
+            return Err(RunError::NotBuilt {
+                context: format!("board `{}`, model `{}`", board.name, model.name),
+                elf: firmware.elf,
+            });
         }
         firmware
     };
     let sizes = elf::sizes(&firmware.elf, &board.layout)?;
-    progress(Event::Running { board: &board.name, model: &model.name, scenario });
-    let timeout = options.timeout.unwrap_or(board.timeout);
-    let run = execute(board, model, &firmware, scenario, timeout, &options.run)?;
-    let record = record(board, model, &firmware, sizes, scenario, &run);
-    progress(Event::Finished { board: &board.name, model: &model.name, scenario, ok: record.is_ok() });
-    record
+    Ok((firmware, sizes))
 }
 
 fn context(board: &Board, model: &ModelSpec, scenario: &str) -> String {
@@ -259,6 +315,7 @@ pub fn execute(
     model: &ModelSpec,
     firmware: &Firmware,
     scenario: &str,
+    frames: u32,
     timeout: Duration,
     options: &RunOptions,
 ) -> Result<Run, RunError> {
@@ -269,7 +326,7 @@ pub fn execute(
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
     let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
-    runner::drive(target.as_mut(), scenario, timeout).map_err(|e| RunError::Runner(e, context))
+    runner::drive(target.as_mut(), scenario, frames, timeout).map_err(|e| RunError::Runner(e, context))
 }
 
 /// Turns what a run said into a measurement, or into the reason there is none.
@@ -345,12 +402,17 @@ pub fn record(
     }
     metrics.insert(metric::STATIC_RAM_BYTES.into(), sizes.static_ram_bytes as i64);
     metrics.insert(metric::ARENA_CAPACITY_BYTES.into(), sizes.arena_capacity_bytes as i64);
-    let required = metric::FROM_FIRMWARE.iter().chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
+    let required = metric::FROM_FIRMWARE
+        .iter()
+        .chain(metric::required_by(scenario))
+        .chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
     for name in required {
-        let value =
-            session.metrics.get(*name).ok_or_else(|| target(format!("the firmware did not report `{name}`")))?;
-        metrics.insert((*name).into(), *value);
+        if !session.metrics.contains_key(*name) {
+            return Err(target(format!("the firmware did not report `{name}`")));
+        }
     }
+    // Everything the firmware reported is part of the record.
+    metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
     for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
         if let Some(value) = tflm_reported(&session.log, prefix) {
             metrics.insert(name.into(), value);
@@ -361,7 +423,8 @@ pub fn record(
         model: model.name.clone(),
         scenario: scenario.into(),
         metrics,
-        checks: check_outputs(model, &session.outputs),
+        notes: session.notes.clone(),
+        checks: checks(model, scenario, session),
     })
 }
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::models::{Expect, ModelSpec};
-use crate::session::Output;
+use crate::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
+use crate::session::{Output, Session};
 
 /// Stable metric names.
 pub mod metric {
@@ -32,13 +32,41 @@ pub mod metric {
     pub const STACK_PEAK_BYTES: &str = "stack_peak_bytes";
     /// Peak resident set of a host-board process, from the kernel (VmHWM).
     pub const RSS_PEAK_BYTES: &str = "rss_peak_bytes";
+    /// Frames a streaming scenario ran.
+    pub const FRAMES: &str = "frames";
+    /// Growth of the pool (outside OTA staging) after warm-up: a leak.
+    pub const HEAP_GROWTH_BYTES: &str = "heap_growth_bytes";
+    /// 1 when the gate accepted the update, 0 when it refused it.
+    pub const OTA_ACCEPTED: &str = "ota_accepted";
+    /// Peak of the buffer that receives the update.
+    pub const OTA_STAGING_PEAK_BYTES: &str = "ota_staging_peak_bytes";
 
     /// The figures every firmware run must report.
     pub const FROM_FIRMWARE: [&str; 4] = [ARENA_USED_BYTES, ARENA_TOUCHED_BYTES, HEAP_PEAK_BYTES, STACK_PEAK_BYTES];
+
+    /// The figures a scenario must report besides [`FROM_FIRMWARE`].
+    pub fn required_by(scenario: &str) -> &'static [&'static str] {
+        match scenario {
+            super::STREAM | super::LOG_HEAVY => &[FRAMES, HEAP_GROWTH_BYTES],
+            super::CONCURRENT_OTA => &[FRAMES, OTA_ACCEPTED, OTA_STAGING_PEAK_BYTES],
+            _ => &[],
+        }
+    }
 }
 
-/// The scenarios the firmware knows.
+/// One inference per configured input.
 pub const SINGLE_FRAME: &str = "single-frame";
+/// Many frames through the managed double-buffered pipeline.
+pub const STREAM: &str = "stream";
+/// The stream with heavy formatted logging into a ring buffer.
+pub const LOG_HEAVY: &str = "log-heavy";
+/// The stream while a model update arrives, is checked and maybe activated.
+pub const CONCURRENT_OTA: &str = "concurrent-ota";
+/// Every scenario, in the order they run.
+pub const SCENARIOS: [&str; 4] = [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA];
+/// Frames of the streaming scenarios unless told otherwise: enough to see the
+/// watermarks settle after the firmware's four warm-up frames.
+pub const DEFAULT_FRAMES: u32 = 16;
 
 /// A functional check of a run, such as the class the model chose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +83,9 @@ pub struct Measurement {
     pub model: String,
     pub scenario: String,
     pub metrics: BTreeMap<String, i64>,
+    /// Named text, such as `ota_gate` (the update gate's decision and why).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub notes: BTreeMap<String, String>,
     pub checks: Vec<Check>,
 }
 
@@ -64,38 +95,68 @@ impl Measurement {
     }
 }
 
-/// Compares the model's answers with what `hil.toml` expects of them.
-pub fn check_outputs(model: &ModelSpec, outputs: &[Output]) -> Vec<Check> {
-    model
-        .inputs
-        .iter()
-        .filter_map(|input| {
-            let expect = input.expect?;
-            let name = format!("output for {}", input.name);
-            let Some(out) = outputs.iter().find(|o| o.input == input.name) else {
-                return Some(Check { name, passed: false, detail: "the firmware reported no output".into() });
-            };
-            Some(match expect {
-                Expect::Class(class) => {
-                    Check { name, passed: out.class == class, detail: format!("class {}, expected {class}", out.class) }
-                }
-                Expect::Value { value, tolerance } => Check {
-                    name,
-                    passed: (out.value - value).abs() <= tolerance,
-                    detail: format!("value {:.4}, expected {value} ± {tolerance}", out.value),
-                },
-            })
-        })
-        .collect()
+/// The checks of one run: the model's answers against `hil.toml`, and what
+/// the scenario itself must show.
+pub fn checks(model: &ModelSpec, scenario: &str, session: &Session) -> Vec<Check> {
+    let mut checks: Vec<Check> =
+        model.inputs.iter().filter_map(|input| output_check(&input.name, input, &session.outputs)).collect();
+    match scenario {
+        STREAM | LOG_HEAVY => {
+            let growth = session.metrics.get(metric::HEAP_GROWTH_BYTES).copied().unwrap_or_default();
+            checks.push(Check {
+                name: "watermarks settle after warm-up".into(),
+                passed: growth == 0,
+                detail: format!("{growth} bytes of growth after warm-up"),
+            });
+        }
+        CONCURRENT_OTA => {
+            let accepted = session.metrics.get(metric::OTA_ACCEPTED) == Some(&1);
+            let expected = model.ota.expect == OtaOutcome::Accepted;
+            let said = session.notes.get("ota_gate").map_or("no decision reported", String::as_str);
+            checks.push(Check {
+                name: format!("update to `{}` {}", model.ota.model, if expected { "accepted" } else { "rejected" }),
+                passed: accepted == expected && session.notes.contains_key("ota_gate"),
+                detail: said.to_owned(),
+            });
+            if accepted {
+                let name = crate::firmware::ota_output_name(&model.ota.input.name);
+                checks.extend(output_check(&name, &model.ota.input, &session.outputs));
+            }
+        }
+        _ => {}
+    }
+    checks
+}
+
+/// Compares the answer reported as `reported` with what `input` expects.
+fn output_check(reported: &str, input: &InputSpec, outputs: &[Output]) -> Option<Check> {
+    let expect = input.expect?;
+    let name = format!("output for {reported}");
+    let Some(out) = outputs.iter().find(|o| o.input == reported) else {
+        return Some(Check { name, passed: false, detail: "the firmware reported no output".into() });
+    };
+    Some(match expect {
+        Expect::Class(class) => {
+            Check { name, passed: out.class == class, detail: format!("class {}, expected {class}", out.class) }
+        }
+        Expect::Value { value, tolerance } => Check {
+            name,
+            passed: (out.value - value).abs() <= tolerance,
+            detail: format!("value {:.4}, expected {value} ± {tolerance}", out.value),
+        },
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::{InputData, InputSpec};
+    use crate::models::{InputData, OtaSpec};
 
-    fn model() -> ModelSpec {
-        let input = |name: &str, expect| InputSpec { name: name.into(), data: InputData::Values(vec![0.0]), expect };
+    fn input(name: &str, expect: Option<Expect>) -> InputSpec {
+        InputSpec { name: name.into(), data: InputData::Values(vec![0.0]), expect }
+    }
+
+    fn model(ota_expect: OtaOutcome) -> ModelSpec {
         ModelSpec {
             name: "m".into(),
             file: "m.tflite".into(),
@@ -105,21 +166,87 @@ mod tests {
                 input("b", Some(Expect::Value { value: 1.0, tolerance: 0.1 })),
                 input("c", None),
             ],
+            ota: OtaSpec {
+                model: "n".into(),
+                file: "n.tflite".into(),
+                input: input("z", Some(Expect::Class(3))),
+                version: 2,
+                min_arena_bytes: 64,
+                max_arena_bytes: 64,
+                min_free_heap_bytes: 0,
+                expect: ota_expect,
+            },
+        }
+    }
+
+    fn session(outputs: &[(&str, u32, f32)], metrics: &[(&str, i64)], notes: &[(&str, &str)]) -> Session {
+        Session {
+            outputs: outputs
+                .iter()
+                .map(|&(input, class, value)| Output { input: input.into(), class, value })
+                .collect(),
+            metrics: metrics.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
+            notes: notes.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            ..Session::default()
         }
     }
 
     #[test]
     fn answers_are_checked_against_expectations() {
-        let out = |input: &str, class, value| Output { input: input.into(), class, value };
-        let checks = check_outputs(&model(), &[out("a", 1, 0.0), out("b", 0, 0.95), out("c", 3, 0.0)]);
+        let m = model(OtaOutcome::Accepted);
+        let checks = checks(&m, SINGLE_FRAME, &session(&[("a", 1, 0.0), ("b", 0, 0.95), ("c", 3, 0.0)], &[], &[]));
         assert_eq!(checks.len(), 2);
         assert!(checks.iter().all(|c| c.passed), "{checks:?}");
 
-        let checks = check_outputs(&model(), &[out("a", 2, 0.0), out("b", 0, 1.2)]);
+        let checks = super::checks(&m, SINGLE_FRAME, &session(&[("a", 2, 0.0), ("b", 0, 1.2)], &[], &[]));
         assert!(!checks[0].passed && checks[0].detail == "class 2, expected 1");
         assert!(!checks[1].passed);
 
-        let checks = check_outputs(&model(), &[]);
+        let checks = super::checks(&m, SINGLE_FRAME, &session(&[], &[], &[]));
         assert!(checks.iter().all(|c| !c.passed && c.detail.contains("no output")));
+    }
+
+    #[test]
+    fn a_stream_whose_heap_grows_fails() {
+        let m = model(OtaOutcome::Accepted);
+        let answers = [("a", 1, 0.0), ("b", 0, 1.0)];
+        let ok = checks(&m, STREAM, &session(&answers, &[(metric::HEAP_GROWTH_BYTES, 0)], &[]));
+        assert!(ok.iter().all(|c| c.passed), "{ok:?}");
+        let leak = checks(&m, LOG_HEAVY, &session(&answers, &[(metric::HEAP_GROWTH_BYTES, 384)], &[]));
+        let plateau = leak.iter().find(|c| c.name == "watermarks settle after warm-up").unwrap();
+        assert!(!plateau.passed && plateau.detail == "384 bytes of growth after warm-up");
+    }
+
+    #[test]
+    fn the_update_must_meet_its_expected_fate() {
+        let answers = [("a", 1, 0.0), ("b", 0, 1.0)];
+        let accepted = [(metric::OTA_ACCEPTED, 1)];
+        let note = [("ota_gate", "accepted: activated in the shared arena")];
+
+        let mut with_answer = answers.to_vec();
+        with_answer.push(("ota-z", 3, 0.0));
+        let c = checks(&model(OtaOutcome::Accepted), CONCURRENT_OTA, &session(&with_answer, &accepted, &note));
+        assert!(c.iter().all(|c| c.passed), "{c:?}");
+        assert!(c.iter().any(|c| c.name == "output for ota-z"));
+
+        // Accepted, but the new model answered wrong.
+        with_answer.pop();
+        with_answer.push(("ota-z", 0, 0.0));
+        let c = checks(&model(OtaOutcome::Accepted), CONCURRENT_OTA, &session(&with_answer, &accepted, &note));
+        assert!(!c.iter().find(|c| c.name == "output for ota-z").unwrap().passed);
+
+        // Expected to be rejected, but accepted.
+        let c = checks(&model(OtaOutcome::Rejected), CONCURRENT_OTA, &session(&answers, &accepted, &note));
+        let gate = c.iter().find(|c| c.name == "update to `n` rejected").unwrap();
+        assert!(!gate.passed && gate.detail.starts_with("accepted"));
+
+        // Rejected as expected: the reason is the detail.
+        let refused = [("ota_gate", "rejected: needs 7024 bytes of tensor arena, the firmware has 3072")];
+        let c = checks(
+            &model(OtaOutcome::Rejected),
+            CONCURRENT_OTA,
+            &session(&answers, &[(metric::OTA_ACCEPTED, 0)], &refused),
+        );
+        assert!(c.iter().all(|c| c.passed), "{c:?}");
     }
 }

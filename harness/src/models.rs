@@ -31,6 +31,31 @@ pub struct ModelSpec {
     /// Size of the firmware's static tensor arena.
     pub arena_bytes: u32,
     pub inputs: Vec<InputSpec>,
+    /// The update the concurrent-OTA scenario delivers while this model runs.
+    pub ota: OtaSpec,
+}
+
+/// A model update: which model arrives, what its metadata claims, and whether
+/// the gate is expected to accept it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtaSpec {
+    /// Name of the arriving model in the models file.
+    pub model: String,
+    pub file: PathBuf,
+    /// Its first input, run once after activation.
+    pub input: InputSpec,
+    pub version: u32,
+    pub min_arena_bytes: u32,
+    pub max_arena_bytes: u32,
+    pub min_free_heap_bytes: u32,
+    pub expect: OtaOutcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OtaOutcome {
+    Accepted,
+    Rejected,
 }
 
 /// One input the single-frame scenario feeds to the model.
@@ -83,6 +108,18 @@ struct RawModel {
     arena_bytes: u32,
     #[serde(rename = "input", default)]
     inputs: Vec<RawInput>,
+    ota: Option<RawOta>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOta {
+    model: String,
+    version: Option<u32>,
+    min_arena_bytes: u32,
+    max_arena_bytes: u32,
+    min_free_heap_bytes: Option<u32>,
+    expect: OtaOutcome,
 }
 
 #[derive(Deserialize)]
@@ -157,17 +194,67 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
             };
             inputs.push(InputSpec { name: raw_input.name, data, expect });
         }
-        models.push(ModelSpec {
+        models.push(Partial {
             name: raw_model.name,
             file: base.join(raw_model.file),
             arena_bytes: raw_model.arena_bytes,
             inputs,
+            ota: raw_model.ota,
         });
     }
     if models.is_empty() {
         return Err(invalid("model".into(), "no models configured"));
     }
-    Ok(models)
+    // Updates name other models of the file: resolve them now that all are read.
+    let mut specs = Vec::new();
+    for (m, model) in models.iter().enumerate() {
+        let ota = ota_spec(model, &models).map_err(|(key, why)| invalid(format!("model[{m}].ota.{key}"), &why))?;
+        specs.push(ModelSpec {
+            name: model.name.clone(),
+            file: model.file.clone(),
+            arena_bytes: model.arena_bytes,
+            inputs: model.inputs.clone(),
+            ota,
+        });
+    }
+    Ok(specs)
+}
+
+/// A model as read, before its update is resolved.
+struct Partial {
+    name: String,
+    file: PathBuf,
+    arena_bytes: u32,
+    inputs: Vec<InputSpec>,
+    ota: Option<RawOta>,
+}
+
+/// The update for `model`: as configured, or by default the same model one
+/// version up, needing exactly the arena it runs in.
+fn ota_spec(model: &Partial, all: &[Partial]) -> Result<OtaSpec, (&'static str, String)> {
+    let default = RawOta {
+        model: model.name.clone(),
+        version: None,
+        min_arena_bytes: model.arena_bytes,
+        max_arena_bytes: model.arena_bytes,
+        min_free_heap_bytes: None,
+        expect: OtaOutcome::Accepted,
+    };
+    let raw = model.ota.as_ref().unwrap_or(&default);
+    let target = all.iter().find(|m| m.name == raw.model).ok_or_else(|| {
+        let known: Vec<_> = all.iter().map(|m| m.name.as_str()).collect();
+        ("model", format!("`{}` is not a model of this file ({})", raw.model, known.join(", ")))
+    })?;
+    Ok(OtaSpec {
+        model: target.name.clone(),
+        file: target.file.clone(),
+        input: target.inputs[0].clone(),
+        version: raw.version.unwrap_or(2),
+        min_arena_bytes: raw.min_arena_bytes,
+        max_arena_bytes: raw.max_arena_bytes,
+        min_free_heap_bytes: raw.min_free_heap_bytes.unwrap_or(0),
+        expect: raw.expect,
+    })
 }
 
 /// Keeps the models named in `names` (all when empty), in the order of the file.
@@ -319,7 +406,17 @@ expect_class = 2
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.tflite");
         std::fs::write(&path, b"GIF89a not a model").unwrap();
-        let spec = ModelSpec { name: "bad".into(), file: path, arena_bytes: 64, inputs: vec![] };
+        let ota = OtaSpec {
+            model: "bad".into(),
+            file: path.clone(),
+            input: InputSpec { name: "x".into(), data: InputData::Values(vec![0.0]), expect: None },
+            version: 2,
+            min_arena_bytes: 64,
+            max_arena_bytes: 64,
+            min_free_heap_bytes: 0,
+            expect: OtaOutcome::Accepted,
+        };
+        let spec = ModelSpec { name: "bad".into(), file: path, arena_bytes: 64, inputs: vec![], ota };
         let err = spec.read().unwrap_err().to_string();
         assert!(err.starts_with("model `bad`: ") && err.contains("not a TFLite flatbuffer"), "{err}");
     }

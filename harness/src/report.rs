@@ -47,6 +47,11 @@ pub fn table(results: &Results) -> String {
         let mut table = builder.build();
         table.with(Style::sharp()).modify(Columns::new(2..2 + columns.len()), Alignment::right());
         out.push_str(&format!("{board}\n{table}\n"));
+        for r in results.records.iter().filter(|r| &r.board == board) {
+            for (name, text) in &r.notes {
+                out.push_str(&format!("  {} {}: {name}: {text}\n", r.model, r.scenario));
+            }
+        }
     }
     for f in &results.failed {
         out.push_str(&format!("FAILED {}/{} {}:\n  {}\n", f.board, f.model, f.scenario, f.error.replace('\n', "\n  ")));

@@ -43,6 +43,8 @@ pub struct Session {
     pub hello: Option<Hello>,
     pub metrics: BTreeMap<String, i64>,
     pub outputs: Vec<Output>,
+    /// Named text, such as the OTA gate's decision.
+    pub notes: BTreeMap<String, String>,
     pub failure: Option<Failure>,
     /// `Some(ok)` once the firmware sent its last frame.
     pub done: Option<bool>,
@@ -84,6 +86,9 @@ impl Session {
                 self.metrics.insert(name.to_owned(), value);
             }
             Frame::Output { input, class, value } => self.outputs.push(Output { input: input.into(), class, value }),
+            Frame::Note { name, text } => {
+                self.notes.insert(name.into(), text.into());
+            }
             Frame::Failure { stage, code, detail } => {
                 self.failure = Some(Failure { stage: stage.into(), code, detail: detail.into() })
             }

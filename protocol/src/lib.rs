@@ -30,8 +30,9 @@ pub const MAX_LINE: usize = MARK.len() + 1 + 1 + 2 * MAX_PAYLOAD + 1 + 8;
 pub enum Frame<'a> {
     /// Device to host after boot: who is running, then it waits for [`Frame::Run`].
     Hello { board: &'a str, model: &'a str, arena_capacity: u32, stack_size: u32 },
-    /// Host to device: run one scenario.
-    Run { scenario: &'a str },
+    /// Host to device: run one scenario; `frames` is the length of the
+    /// streaming scenarios (ignored by single-frame).
+    Run { scenario: &'a str, frames: u32 },
     /// One named figure of the measurement record.
     Metric { name: &'a str, value: i64 },
     /// The scenario could not run; `stage` says where it stopped.
@@ -39,9 +40,15 @@ pub enum Frame<'a> {
     /// What the model answered for one input: the index of the largest output
     /// element and the first output element, dequantized.
     Output { input: &'a str, class: u32, value: f32 },
+    /// A named piece of text in the record, such as the OTA gate's decision.
+    Note { name: &'a str, text: &'a str },
     /// Last frame of a run.
     Done { ok: bool },
 }
+
+/// Frames of a streaming scenario counted as warm-up: after them, the
+/// firmware's watermarks must not move.
+pub const WARM_UP_FRAMES: u32 = 4;
 
 /// Exit statuses the firmware leaves through semihosting (or its host-process
 /// equivalent), so a runner learns how a target ended without waiting.
@@ -62,6 +69,7 @@ const TAG_METRIC: u8 = 3;
 const TAG_FAILURE: u8 = 4;
 const TAG_DONE: u8 = 5;
 const TAG_OUTPUT: u8 = 6;
+const TAG_NOTE: u8 = 7;
 
 /// Why a frame line was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,9 +203,15 @@ impl<'a> Frame<'a> {
                 w.bytes(&arena_capacity.to_le_bytes())?;
                 w.bytes(&stack_size.to_le_bytes())?;
             }
-            Frame::Run { scenario } => {
+            Frame::Run { scenario, frames } => {
                 w.bytes(&[TAG_RUN])?;
                 w.str(scenario)?;
+                w.bytes(&frames.to_le_bytes())?;
+            }
+            Frame::Note { name, text } => {
+                w.bytes(&[TAG_NOTE])?;
+                w.str(name)?;
+                w.str(text)?;
             }
             Frame::Metric { name, value } => {
                 w.bytes(&[TAG_METRIC])?;
@@ -228,7 +242,8 @@ impl<'a> Frame<'a> {
             TAG_HELLO => {
                 Frame::Hello { board: r.str()?, model: r.str()?, arena_capacity: r.u32()?, stack_size: r.u32()? }
             }
-            TAG_RUN => Frame::Run { scenario: r.str()? },
+            TAG_RUN => Frame::Run { scenario: r.str()?, frames: r.u32()? },
+            TAG_NOTE => Frame::Note { name: r.str()?, text: r.str()? },
             TAG_METRIC => Frame::Metric { name: r.str()?, value: r.i64()? },
             TAG_FAILURE => Frame::Failure { stage: r.str()?, code: r.i32()?, detail: r.str()? },
             TAG_OUTPUT => Frame::Output { input: r.str()?, class: r.u32()?, value: f32::from_bits(r.u32()?) },
@@ -317,6 +332,111 @@ fn decode_frame<'a>(rest: &str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Result<Frame<
     Frame::decode_payload(payload)
 }
 
+/// The over-the-air update package: a header, then the model.
+///
+/// ```text
+/// magic "HMOT" | version | min arena | max arena | min free heap | model bytes | model CRC-32
+/// ```
+/// (each field a little-endian u32 after the magic).
+pub mod ota {
+    use core::fmt;
+
+    pub const MAGIC: [u8; 4] = *b"HMOT";
+    pub const HEADER_BYTES: usize = 28;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Header {
+        pub version: u32,
+        pub min_arena_bytes: u32,
+        pub max_arena_bytes: u32,
+        pub min_free_heap_bytes: u32,
+        pub model_bytes: u32,
+        pub model_crc32: u32,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PackageError {
+        Short,
+        Magic,
+        Length { header: u32, received: u32 },
+        Crc { header: u32, computed: u32 },
+    }
+
+    impl fmt::Display for PackageError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                PackageError::Short => f.write_str("package shorter than its header"),
+                PackageError::Magic => f.write_str("package does not start with HMOT"),
+                PackageError::Length { header, received } => {
+                    write!(f, "header announces {header} model bytes, {received} arrived")
+                }
+                PackageError::Crc { header, computed } => {
+                    write!(f, "model CRC {computed:08x} differs from the header's {header:08x}")
+                }
+            }
+        }
+    }
+
+    impl Header {
+        /// The header for `model` with the given metadata.
+        pub fn for_model(model: &[u8], version: u32, min_arena: u32, max_arena: u32, min_free_heap: u32) -> Header {
+            Header {
+                version,
+                min_arena_bytes: min_arena,
+                max_arena_bytes: max_arena,
+                min_free_heap_bytes: min_free_heap,
+                model_bytes: model.len() as u32,
+                model_crc32: super::crc32(model),
+            }
+        }
+
+        pub fn encode(&self) -> [u8; HEADER_BYTES] {
+            let mut out = [0u8; HEADER_BYTES];
+            out[..4].copy_from_slice(&MAGIC);
+            let fields = [
+                self.version,
+                self.min_arena_bytes,
+                self.max_arena_bytes,
+                self.min_free_heap_bytes,
+                self.model_bytes,
+                self.model_crc32,
+            ];
+            for (i, field) in fields.iter().enumerate() {
+                out[4 + 4 * i..8 + 4 * i].copy_from_slice(&field.to_le_bytes());
+            }
+            out
+        }
+
+        pub fn decode(bytes: &[u8]) -> Result<Header, PackageError> {
+            let bytes = bytes.get(..HEADER_BYTES).ok_or(PackageError::Short)?;
+            if bytes[..4] != MAGIC {
+                return Err(PackageError::Magic);
+            }
+            let field = |i: usize| u32::from_le_bytes(bytes[4 + 4 * i..8 + 4 * i].try_into().unwrap());
+            Ok(Header {
+                version: field(0),
+                min_arena_bytes: field(1),
+                max_arena_bytes: field(2),
+                min_free_heap_bytes: field(3),
+                model_bytes: field(4),
+                model_crc32: field(5),
+            })
+        }
+
+        /// Checks that `model` is what the header announces.
+        pub fn verify(&self, model: &[u8]) -> Result<(), PackageError> {
+            if model.len() as u32 != self.model_bytes {
+                return Err(PackageError::Length { header: self.model_bytes, received: model.len() as u32 });
+            }
+            let computed = super::crc32(model);
+            if computed != self.model_crc32 {
+                return Err(PackageError::Crc { header: self.model_crc32, computed });
+            }
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -355,7 +475,9 @@ mod tests {
     fn every_frame_type_round_trips() {
         let frames = [
             Frame::Hello { board: "qemu-m7", model: "person_detection", arena_capacity: 96 * 1024, stack_size: 65536 },
-            Frame::Run { scenario: "single-frame" },
+            Frame::Run { scenario: "single-frame", frames: 0 },
+            Frame::Run { scenario: "stream", frames: 32 },
+            Frame::Note { name: "ota_gate", text: "rejected: needs 7024 bytes of tensor arena, the firmware has 3072" },
             Frame::Metric { name: "arena_used_bytes", value: 84_312 },
             Frame::Metric { name: "heap_growth_bytes", value: -16 },
             Frame::Failure { stage: "load", code: 4, detail: "AllocateTensors failed" },
@@ -411,13 +533,29 @@ mod tests {
         assert_eq!(parse(&line_for_payload(&[TAG_DONE, 1, 0])), Err(FrameError::Trailing));
         assert_eq!(parse(&line_for_payload(&[99])), Err(FrameError::UnknownTag(99)));
         assert_eq!(parse(&line_for_payload(&[TAG_DONE, 7])), Err(FrameError::Bool(7)));
-        assert_eq!(parse(&line_for_payload(&[TAG_RUN, 2, 0xff, 0xfe])), Err(FrameError::Utf8));
+        assert_eq!(parse(&line_for_payload(&[TAG_RUN, 2, 0xff, 0xfe, 0, 0, 0, 0])), Err(FrameError::Utf8));
+    }
+
+    #[test]
+    fn ota_headers_round_trip_and_catch_damage() {
+        use super::ota::{Header, PackageError};
+        let model = b"TFL3 pretend model";
+        let header = Header::for_model(model, 2, 1536, 2048, 512);
+        let bytes = header.encode();
+        assert_eq!(Header::decode(&bytes), Ok(header));
+        assert_eq!(header.verify(model), Ok(()));
+        assert!(matches!(header.verify(b"TFL3 pretend modeL"), Err(PackageError::Crc { .. })));
+        assert_eq!(header.verify(b"short"), Err(PackageError::Length { header: 18, received: 5 }));
+        assert_eq!(Header::decode(&bytes[..27]), Err(PackageError::Short));
+        let mut bad = bytes;
+        bad[0] = b'X';
+        assert_eq!(Header::decode(&bad), Err(PackageError::Magic));
     }
 
     #[test]
     fn oversized_fields_are_refused_when_encoding() {
         let long = "x".repeat(300);
-        let frame = Frame::Run { scenario: &long };
+        let frame = Frame::Run { scenario: &long, frames: 1 };
         assert_eq!(frame.write_line(|_| {}), Err(FrameError::TooLong));
         let detail = "y".repeat(250);
         let frame = Frame::Failure { stage: "load", code: 1, detail: &detail };

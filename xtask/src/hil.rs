@@ -17,6 +17,12 @@ pub struct Args {
     /// Model from the models file (repeat for several; default: all).
     #[arg(long = "model")]
     models: Vec<String>,
+    /// Scenario to run (repeat for several; default: all four).
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
+    /// Frames of the streaming scenarios.
+    #[arg(long, default_value_t = harness::measurement::DEFAULT_FRAMES)]
+    frames: u32,
     /// Models file [default: hil.toml at the repository root].
     #[arg(long)]
     config: Option<std::path::PathBuf>,
@@ -53,6 +59,10 @@ pub fn run(args: Args) -> Result<i32> {
 
     let mut options = Options::new(&ws, args.boards);
     options.models = args.models;
+    if !args.scenarios.is_empty() {
+        options.scenarios = args.scenarios;
+    }
+    options.frames = args.frames;
     if let Some(config) = args.config {
         options.models_file = config;
     }

@@ -101,11 +101,14 @@ fn check(code: i32) -> Result<(), Error> {
     }
 }
 
-/// Verifies the model, builds the interpreter over `arena` and allocates tensors.
-pub fn load(model: &'static [u8], arena: &'static mut [u8]) -> Result<(), Error> {
-    // SAFETY: the model and arena outlive the interpreter (both are 'static),
-    // and the shim keeps no other reference to them.
-    check(unsafe { tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32) })
+/// Verifies the model, builds the interpreter over `arena` and allocates
+/// tensors. Any interpreter built before is destroyed.
+///
+/// # Safety
+/// `model` and `arena` must stay valid, and the arena untouched by anyone
+/// else, until the next `load` (the interpreter keeps pointers to both).
+pub unsafe fn load(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
+    check(tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
 }
 
 pub fn invoke() -> Result<(), Error> {
@@ -136,42 +139,55 @@ pub fn set_input(index: u32, data: &[u8]) -> Result<(), (u32, u32)> {
     Ok(())
 }
 
-/// The answer in output tensor 0: index of the largest element and the first
-/// element, dequantized.
-pub fn top_output() -> Result<(u32, f32), Error> {
-    let t = describe(tflm_sys::hm_tflm_output, 0)?;
-    let dequant = |q: i32| (q - t.zero_point) as f32 * t.scale;
-    // SAFETY: the tensor's buffer holds `t.bytes` bytes of its type.
-    let (class, first) = unsafe {
-        match t.kind {
-            tensor_type::FLOAT32 => {
-                let v = core::slice::from_raw_parts(t.data as *const f32, t.bytes as usize / 4);
-                (argmax(v), v.first().copied().unwrap_or(0.0))
-            }
-            tensor_type::UINT8 => {
-                let v = core::slice::from_raw_parts(t.data as *const u8, t.bytes as usize);
-                (argmax(v), v.first().map_or(0.0, |&q| dequant(q.into())))
-            }
-            tensor_type::INT8 => {
-                let v = core::slice::from_raw_parts(t.data as *const i8, t.bytes as usize);
-                (argmax(v), v.first().map_or(0.0, |&q| dequant(q.into())))
-            }
-            tensor_type::INT32 => {
-                let v = core::slice::from_raw_parts(t.data as *const i32, t.bytes as usize / 4);
-                (argmax(v), v.first().map_or(0.0, |&q| q as f32))
-            }
-            _ => return Err(Error { code: status::NO_TENSOR }),
-        }
-    };
-    Ok((class, first))
+/// Output tensor 0: how to read it, and its bytes in the arena.
+pub struct Output {
+    kind: i32,
+    scale: f32,
+    zero_point: i32,
+    pub bytes: &'static [u8],
 }
 
-fn argmax<T: PartialOrd + Copy>(values: &[T]) -> u32 {
-    let mut best = 0;
-    for (i, v) in values.iter().enumerate() {
-        if *v > values[best] {
-            best = i;
+pub fn output() -> Result<Output, Error> {
+    let t = describe(tflm_sys::hm_tflm_output, 0)?;
+    if ![tensor_type::FLOAT32, tensor_type::UINT8, tensor_type::INT8, tensor_type::INT32].contains(&t.kind) {
+        return Err(Error { code: status::NO_TENSOR });
+    }
+    // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena, valid
+    // until the next load.
+    let bytes = unsafe { core::slice::from_raw_parts(t.data as *const u8, t.bytes as usize) };
+    Ok(Output { kind: t.kind, scale: t.scale, zero_point: t.zero_point, bytes })
+}
+
+impl Output {
+    /// The answer in `data` (the tensor's bytes or a copy of them): the index
+    /// of the largest element and the first element, dequantized.
+    pub fn answer(&self, data: &[u8]) -> (u32, f32) {
+        let dequant = |q: i32| (q - self.zero_point) as f32 * self.scale;
+        let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+        match self.kind {
+            tensor_type::FLOAT32 => {
+                let v = data.chunks_exact(4).map(|c| f32::from_ne_bytes(word(c)));
+                (argmax(v.clone()), v.clone().next().unwrap_or(0.0))
+            }
+            tensor_type::UINT8 => (argmax(data.iter().copied()), data.first().map_or(0.0, |&q| dequant(q.into()))),
+            tensor_type::INT8 => {
+                let v = data.iter().map(|&b| b as i8);
+                (argmax(v.clone()), v.clone().next().map_or(0.0, |q| dequant(q.into())))
+            }
+            _ => {
+                let v = data.chunks_exact(4).map(|c| i32::from_ne_bytes(word(c)));
+                (argmax(v.clone()), v.clone().next().map_or(0.0, |q| q as f32))
+            }
         }
     }
-    best as u32
+}
+
+fn argmax<T: PartialOrd>(values: impl Iterator<Item = T>) -> u32 {
+    let mut best: Option<(usize, T)> = None;
+    for (i, v) in values.enumerate() {
+        if best.as_ref().is_none_or(|(_, b)| v > *b) {
+            best = Some((i, v));
+        }
+    }
+    best.map_or(0, |(i, _)| i as u32)
 }

@@ -8,13 +8,25 @@
 //!   [`touched_bytes`] / [`untouched_prefix`] later read back how much of it
 //!   was actually written.
 //! - [`ArenaBuffer`] is the aligned static home of the tensor arena.
-//! - [`Pool`] hands out aligned blocks for the non-arena buffers and keeps a
-//!   high-water mark.
+//! - [`Pool`] hands out cache-line aligned blocks for the buffers outside the
+//!   arena, with a high-water mark per [`Category`].
+//! - [`lifecycle`] moves managed frame buffers through their cycle.
+//! - [`budget`] holds a board's memory budget and the safety gate; [`ota`]
+//!   the checks a model update must pass.
+//! - [`LogRing`] buffers log text until the transport drains it.
+//!
+//! With the `instrument` feature off, nothing is painted or measured (the
+//! figures read zero); that build exists to weigh the machinery.
 #![no_std]
 
+pub mod budget;
+pub mod lifecycle;
+mod log_ring;
+pub mod ota;
 mod pool;
 
-pub use pool::{Pool, PoolError};
+pub use log_ring::LogRing;
+pub use pool::{Category, Pool, PoolError, Usage, CACHE_LINE};
 
 /// The byte written over memory before it is used; chosen to be unlikely as
 /// tensor data, pointer or small integer.
@@ -27,21 +39,11 @@ pub const ARENA_ALIGN: usize = 16;
 #[repr(C, align(16))]
 pub struct ArenaBuffer<const N: usize>(pub [u8; N]);
 
-impl<const N: usize> ArenaBuffer<N> {
-    pub const fn new() -> Self {
-        ArenaBuffer([PAINT; N])
-    }
-}
-
-impl<const N: usize> Default for ArenaBuffer<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// Fills `mem` with [`PAINT`].
 pub fn paint(mem: &mut [u8]) {
-    mem.fill(PAINT);
+    if cfg!(feature = "instrument") {
+        mem.fill(PAINT);
+    }
 }
 
 /// Bytes of a painted region that have been written since it was painted.
@@ -51,6 +53,9 @@ pub fn paint(mem: &mut [u8]) {
 /// middle: the longest run of paint. A written byte that happens to equal the
 /// paint only shortens some other run and does not change the result.
 pub fn touched_bytes(mem: &[u8]) -> usize {
+    if !cfg!(feature = "instrument") {
+        return 0;
+    }
     let mut longest = 0;
     let mut run = 0;
     for &byte in mem {
@@ -69,6 +74,9 @@ pub fn touched_bytes(mem: &[u8]) -> usize {
 /// For a descending stack whose unused part starts at its lowest address, this
 /// is the part the stack never reached.
 pub fn untouched_prefix(mem: &[u8]) -> usize {
+    if !cfg!(feature = "instrument") {
+        return mem.len();
+    }
     mem.iter().take_while(|&&b| b == PAINT).count()
 }
 
@@ -124,7 +132,7 @@ mod tests {
 
     #[test]
     fn arena_buffer_is_aligned() {
-        let arena = ArenaBuffer::<100>::new();
+        let arena = ArenaBuffer([PAINT; 100]);
         assert_eq!(arena.0.as_ptr() as usize % ARENA_ALIGN, 0);
         assert_eq!(core::mem::align_of::<ArenaBuffer<3>>(), ARENA_ALIGN);
         assert_eq!(touched_bytes(&arena.0), 0);

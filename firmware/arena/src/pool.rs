@@ -1,21 +1,56 @@
-//! A bump pool for the buffers that live outside the tensor arena, with a
-//! high-water mark.
+//! The pool for every buffer outside the tensor arena: cache-line aligned
+//! blocks, freed in any order, with a high-water mark overall and per
+//! category.
 //!
-//! Blocks are freed in reverse order of allocation; freeing consumes the block,
-//! so no reference to freed memory can remain.
+//! Freeing consumes the block, so no reference to freed memory can remain.
 
 use core::fmt;
 use core::marker::PhantomData;
 
+/// Every block starts on a cache line and is a whole number of them, so no
+/// two buffers share a line (DMA and cache maintenance stay per buffer).
+pub const CACHE_LINE: usize = 32;
+
+/// What a buffer is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    InputFrame,
+    Preprocess,
+    Postprocess,
+    Log,
+    OtaStaging,
+}
+
+impl Category {
+    pub const ALL: [Category; 5] =
+        [Category::InputFrame, Category::Preprocess, Category::Postprocess, Category::Log, Category::OtaStaging];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Stable name, used in metric names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::InputFrame => "input_frame",
+            Category::Preprocess => "preprocess",
+            Category::Postprocess => "postprocess",
+            Category::Log => "log",
+            Category::OtaStaging => "ota_staging",
+        }
+    }
+}
+
 /// Why the pool refused a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolError {
-    /// Not enough room: `requested` bytes (after alignment) with `free` left.
+    /// No gap of `requested` bytes (rounded to cache lines); `free` bytes are
+    /// free in all.
     Exhausted { requested: usize, free: usize },
-    /// The alignment is not a power of two.
-    Alignment(usize),
-    /// A block other than the most recent one was freed.
-    NotLast,
+    /// More live blocks than the pool keeps track of.
+    TooManyBlocks,
+    /// The block was not handed out by this pool, or was freed already.
+    Unknown,
 }
 
 impl fmt::Display for PoolError {
@@ -24,68 +59,118 @@ impl fmt::Display for PoolError {
             PoolError::Exhausted { requested, free } => {
                 write!(f, "pool exhausted: {requested} bytes requested, {free} free")
             }
-            PoolError::Alignment(a) => write!(f, "alignment {a} is not a power of two"),
-            PoolError::NotLast => f.write_str("pool blocks must be freed last-in first-out"),
+            PoolError::TooManyBlocks => f.write_str("pool has no free block slot"),
+            PoolError::Unknown => f.write_str("block does not belong to the pool"),
         }
     }
 }
 
-/// A last-in first-out allocator over a borrowed region.
-pub struct Pool<'a> {
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    start: usize,
+    len: usize,
+    category: Category,
+}
+
+/// Bytes in use now and at most, for the pool or one category.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub used: usize,
+    pub peak: usize,
+}
+
+impl Usage {
+    fn add(&mut self, n: usize) {
+        self.used += n;
+        if cfg!(feature = "instrument") {
+            self.peak = self.peak.max(self.used);
+        }
+    }
+}
+
+/// A first-fit allocator over a borrowed region, tracking up to `SLOTS` live
+/// blocks.
+pub struct Pool<'a, const SLOTS: usize> {
     base: *mut u8,
     capacity: usize,
-    top: usize,
-    peak: usize,
+    blocks: [Option<Block>; SLOTS],
+    total: Usage,
+    categories: [Usage; 5],
     _memory: PhantomData<&'a mut [u8]>,
 }
 
-impl<'a> Pool<'a> {
+fn round_up(n: usize) -> usize {
+    n.div_ceil(CACHE_LINE) * CACHE_LINE
+}
+
+impl<'a, const SLOTS: usize> Pool<'a, SLOTS> {
+    /// A pool over `memory`, less the bytes before its first cache line.
     pub fn new(memory: &'a mut [u8]) -> Self {
-        Pool { base: memory.as_mut_ptr(), capacity: memory.len(), top: 0, peak: 0, _memory: PhantomData }
+        let skip = (memory.as_ptr() as usize).wrapping_neg() & (CACHE_LINE - 1);
+        let skip = skip.min(memory.len());
+        let capacity = (memory.len() - skip) / CACHE_LINE * CACHE_LINE;
+        Pool {
+            // SAFETY: `skip` is within the region.
+            base: unsafe { memory.as_mut_ptr().add(skip) },
+            capacity,
+            blocks: [None; SLOTS],
+            total: Usage::default(),
+            categories: [Usage::default(); 5],
+            _memory: PhantomData,
+        }
     }
 
-    /// A block of `size` bytes whose address is a multiple of `align`.
-    pub fn alloc(&mut self, size: usize, align: usize) -> Result<&'a mut [u8], PoolError> {
-        if !align.is_power_of_two() {
-            return Err(PoolError::Alignment(align));
-        }
-        let addr = self.base as usize + self.top;
-        let start = self.top + (addr.wrapping_neg() & (align - 1));
-        let free = self.capacity - self.top;
-        let end = start.checked_add(size).filter(|&end| end <= self.capacity);
-        let Some(end) = end else {
-            return Err(PoolError::Exhausted { requested: size + (start - self.top), free });
+    /// A block of at least `size` bytes (rounded up to whole cache lines),
+    /// cache-line aligned, disjoint from every live block.
+    pub fn alloc(&mut self, category: Category, size: usize) -> Result<&'a mut [u8], PoolError> {
+        let len = round_up(size.max(1));
+        let slot = self.blocks.iter().position(Option::is_none).ok_or(PoolError::TooManyBlocks)?;
+        let free = self.capacity - self.total.used;
+        let exhausted = PoolError::Exhausted { requested: len, free };
+        // Candidate starts: the region's start and the end of every live block.
+        let fits = |start: usize| {
+            start + len <= self.capacity
+                && self.blocks.iter().flatten().all(|b| start + len <= b.start || b.start + b.len <= start)
         };
-        self.top = end;
-        self.peak = self.peak.max(end);
-        // SAFETY: [start, end) lies inside the borrowed region and above every
-        // block still handed out, so it aliases nothing.
+        let start = core::iter::once(0)
+            .chain(self.blocks.iter().flatten().map(|b| b.start + b.len))
+            .filter(|&s| fits(s))
+            .min()
+            .ok_or(exhausted)?;
+        self.blocks[slot] = Some(Block { start, len, category });
+        self.total.add(len);
+        self.categories[category.index()].add(len);
+        // SAFETY: [start, start + len) lies inside the borrowed region and
+        // overlaps no live block, so the slice aliases nothing.
         Ok(unsafe { core::slice::from_raw_parts_mut(self.base.add(start), size) })
     }
 
-    /// Returns the most recently allocated block (its alignment padding stays
-    /// in use until the block below it is freed).
+    /// Returns a block to the pool.
     pub fn free(&mut self, block: &'a mut [u8]) -> Result<(), PoolError> {
-        let start = block.as_ptr() as usize - self.base as usize;
-        if start + block.len() != self.top {
-            return Err(PoolError::NotLast);
-        }
-        self.top = start;
+        let start = (block.as_ptr() as usize).wrapping_sub(self.base as usize);
+        let slot = self.blocks.iter().position(|b| b.is_some_and(|b| b.start == start)).ok_or(PoolError::Unknown)?;
+        let b = self.blocks[slot].take().expect("found above");
+        self.total.used -= b.len;
+        self.categories[b.category.index()].used -= b.len;
         Ok(())
     }
 
-    /// Bytes in use now, counted from the start of the region.
-    pub fn used(&self) -> usize {
-        self.top
+    /// The whole pool's usage.
+    pub fn usage(&self) -> Usage {
+        self.total
     }
 
-    /// The most bytes ever in use at once.
-    pub fn peak(&self) -> usize {
-        self.peak
+    /// One category's usage.
+    pub fn category(&self, category: Category) -> Usage {
+        self.categories[category.index()]
     }
 
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    pub fn free_bytes(&self) -> usize {
+        self.capacity - self.total.used
     }
 }
 
@@ -93,52 +178,72 @@ impl<'a> Pool<'a> {
 mod tests {
     use super::*;
 
+    #[repr(align(64))]
+    struct Mem([u8; 1024]);
+
     #[test]
-    fn blocks_are_aligned_and_disjoint() {
-        let mut mem = [0u8; 1000];
-        let mut pool = Pool::new(&mut mem);
-        let a = pool.alloc(3, 1).unwrap();
-        let b = pool.alloc(10, 32).unwrap();
-        assert_eq!(b.as_ptr() as usize % 32, 0);
-        assert!(b.as_ptr() as usize >= a.as_ptr() as usize + 3);
-        a.fill(1);
-        b.fill(2);
-        assert!(a.iter().all(|&x| x == 1));
+    fn every_block_starts_on_a_cache_line() {
+        let mut mem = Mem([0; 1024]);
+        let mut pool = Pool::<8>::new(&mut mem.0[3..]);
+        let sizes = [1, 33, 64, 5, 100];
+        let blocks: [_; 5] = core::array::from_fn(|i| pool.alloc(Category::Log, sizes[i]).unwrap());
+        for (block, size) in blocks.iter().zip(sizes) {
+            assert_eq!(block.as_ptr() as usize % CACHE_LINE, 0);
+            assert_eq!(block.len(), size);
+        }
+        for pair in blocks.windows(2) {
+            assert!(pair[1].as_ptr() as usize >= pair[0].as_ptr() as usize + pair[0].len());
+        }
     }
 
     #[test]
-    fn peak_survives_free() {
-        let mut mem = [0u8; 256];
-        let mut pool = Pool::new(&mut mem[..]);
-        let a = pool.alloc(64, 1).unwrap();
-        let b = pool.alloc(64, 1).unwrap();
-        assert_eq!(pool.used(), 128);
-        pool.free(b).unwrap();
+    fn blocks_are_freed_in_any_order_and_their_space_reused() {
+        let mut mem = Mem([0; 1024]);
+        let mut pool = Pool::<4>::new(&mut mem.0);
+        let a = pool.alloc(Category::InputFrame, 256).unwrap();
+        let a_addr = a.as_ptr();
+        let b = pool.alloc(Category::InputFrame, 256).unwrap();
         pool.free(a).unwrap();
-        assert_eq!(pool.used(), 0);
-        assert_eq!(pool.peak(), 128);
-        let _c = pool.alloc(32, 1).unwrap();
-        assert_eq!(pool.peak(), 128);
+        let c = pool.alloc(Category::Preprocess, 200).unwrap();
+        assert_eq!(c.as_ptr(), a_addr, "first fit reuses the freed gap");
+        pool.free(b).unwrap();
+        pool.free(c).unwrap();
+        assert_eq!(pool.usage().used, 0);
     }
 
     #[test]
-    fn exhaustion_and_bad_alignment_are_errors() {
-        let mut mem = [0u8; 100];
-        let mut pool = Pool::new(&mut mem[..]);
-        assert_eq!(pool.alloc(10, 3), Err(PoolError::Alignment(3)));
-        let _a = pool.alloc(90, 1).unwrap();
-        assert_eq!(pool.alloc(11, 1), Err(PoolError::Exhausted { requested: 11, free: 10 }));
-        assert_eq!(pool.used(), 90);
-        assert!(pool.alloc(10, 1).is_ok());
+    fn watermarks_are_kept_per_category() {
+        let mut mem = Mem([0; 1024]);
+        let mut pool = Pool::<8>::new(&mut mem.0);
+        let frame = pool.alloc(Category::InputFrame, 100).unwrap(); // 128
+        let pre = pool.alloc(Category::Preprocess, 64).unwrap(); // 64
+        pool.free(pre).unwrap();
+        let post = pool.alloc(Category::Postprocess, 10).unwrap(); // 32
+        pool.free(post).unwrap();
+        pool.free(frame).unwrap();
+        let log = pool.alloc(Category::Log, 300).unwrap(); // 320
+        assert_eq!(pool.category(Category::InputFrame), Usage { used: 0, peak: 128 });
+        assert_eq!(pool.category(Category::Preprocess), Usage { used: 0, peak: 64 });
+        assert_eq!(pool.category(Category::Postprocess), Usage { used: 0, peak: 32 });
+        assert_eq!(pool.category(Category::Log), Usage { used: 320, peak: 320 });
+        assert_eq!(pool.category(Category::OtaStaging), Usage::default());
+        assert_eq!(pool.usage(), Usage { used: 320, peak: 320 });
+        pool.free(log).unwrap();
+        assert_eq!(pool.usage(), Usage { used: 0, peak: 320 });
     }
 
     #[test]
-    fn freeing_out_of_order_is_refused() {
-        let mut mem = [0u8; 100];
-        let mut pool = Pool::new(&mut mem[..]);
-        let a = pool.alloc(10, 1).unwrap();
-        let _b = pool.alloc(10, 1).unwrap();
-        assert_eq!(pool.free(a), Err(PoolError::NotLast));
-        assert_eq!(pool.used(), 20);
+    fn exhaustion_slots_and_strangers_are_errors() {
+        let mut mem = Mem([0; 1024]);
+        let mut pool = Pool::<2>::new(&mut mem.0[..256]);
+        let a = pool.alloc(Category::Log, 200).unwrap();
+        assert_eq!(pool.alloc(Category::Log, 64), Err(PoolError::Exhausted { requested: 64, free: 32 }));
+        let b = pool.alloc(Category::Log, 1).unwrap();
+        assert_eq!(pool.alloc(Category::Log, 1), Err(PoolError::TooManyBlocks));
+        let mut other = [0u8; 8];
+        assert_eq!(pool.free(&mut other), Err(PoolError::Unknown));
+        pool.free(a).unwrap();
+        pool.free(b).unwrap();
+        assert_eq!(pool.free_bytes(), 256);
     }
 }

@@ -139,10 +139,10 @@ pub fn serial_ports() -> Vec<String> {
 
 const QEMU_HINT: &str = "; install it with `cargo xtask doctor` (Debian/Ubuntu package qemu-system-arm)";
 
-/// Holds the conversation: waits for `Hello`, sends `Run` for `scenario`,
-/// collects everything until the program ends or `timeout` passes (then the
-/// target is stopped).
-pub fn drive(target: &mut dyn Target, scenario: &str, timeout: Duration) -> Result<Run, RunnerError> {
+/// Holds the conversation: waits for `Hello`, sends `Run` for `scenario`
+/// (with `frames` for the streaming scenarios), collects everything until the
+/// program ends or `timeout` passes (then the target is stopped).
+pub fn drive(target: &mut dyn Target, scenario: &str, frames: u32, timeout: Duration) -> Result<Run, RunnerError> {
     let started = Instant::now();
     let mut session = Session::default();
     let mut command_sent = false;
@@ -156,7 +156,7 @@ pub fn drive(target: &mut dyn Target, scenario: &str, timeout: Duration) -> Resu
                 session.feed(&line);
                 if session.hello.is_some() && !command_sent {
                     let mut command = Vec::new();
-                    Frame::Run { scenario }
+                    Frame::Run { scenario, frames }
                         .write_line(|b| command.extend_from_slice(b))
                         .expect("scenario names are short");
                     command.push(b'\n');

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use harness::board::{Board, DEFAULT_BOARD};
 use harness::elf::{self, ImageSizes};
-use harness::firmware::{self, Firmware};
+use harness::firmware::{self, Firmware, Variant};
 use harness::hil::{self, Options, Results};
-use harness::measurement::Measurement;
+use harness::measurement::{Measurement, DEFAULT_FRAMES, SINGLE_FRAME};
 use harness::models::{self, ModelSpec};
 use harness::runner::{Run, RunOptions};
 use harness::Workspace;
@@ -34,13 +34,18 @@ pub fn model(name: &str) -> ModelSpec {
 }
 
 pub fn build(board: &Board, model: &ModelSpec) -> (Firmware, ImageSizes) {
-    let firmware = firmware::build(&ws(), board, model, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    build_variant(board, model, Variant::Standard)
+}
+
+pub fn build_variant(board: &Board, model: &ModelSpec, variant: Variant) -> (Firmware, ImageSizes) {
+    let firmware = firmware::build(&ws(), board, model, variant, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     let sizes = elf::sizes(&firmware.elf, &board.layout).unwrap();
     (firmware, sizes)
 }
 
 pub fn run(board: &Board, model: &ModelSpec, firmware: &Firmware, scenario: &str, timeout: Duration) -> Run {
-    hil::execute(board, model, firmware, scenario, timeout, &RunOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    hil::execute(board, model, firmware, scenario, DEFAULT_FRAMES, timeout, &RunOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Builds and runs `scenario` and turns the run into a record.
@@ -52,12 +57,14 @@ pub fn measure(board: &Board, model_name: &str, scenario: &str) -> (Measurement,
     (record, run)
 }
 
-/// Runs `hil` on the default board with a models file written into `dir`.
+/// Runs `hil`'s single-frame scenario on the default board with a models
+/// file written into `dir`.
 pub fn hil_with_models(dir: &Path, models_toml: &str) -> Results {
     let file = dir.join("hil.toml");
     std::fs::write(&file, models_toml).unwrap();
     let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
     options.models_file = file;
+    options.scenarios = vec![SINGLE_FRAME.into()];
     hil::run(&ws(), &options, &|_| {}).unwrap()
 }
 

@@ -43,7 +43,7 @@ impl Stack {
             Stack { bottom: core::ptr::addr_of!(_stack_end) as usize, top: core::ptr::addr_of!(_stack_start) as usize };
         let end = cortex_m::register::msp::read() as usize - PAINT_GUARD;
         let mut p = stack.bottom as *mut u8;
-        while (p as usize) < end {
+        while cfg!(feature = "instrument") && (p as usize) < end {
             write_volatile(p, arena::PAINT);
             p = p.add(1);
         }

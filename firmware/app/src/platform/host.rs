@@ -65,7 +65,7 @@ impl Stack {
         let stack = Stack { bottom, top: addr as usize + size };
         let end = stack_pointer() - PAINT_GUARD;
         let mut p = bottom as *mut u8;
-        while (p as usize) < end {
+        while cfg!(feature = "instrument") && (p as usize) < end {
             std::ptr::write_volatile(p, arena::PAINT);
             p = p.add(1);
         }

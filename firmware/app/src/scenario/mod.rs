@@ -1,0 +1,277 @@
+//! The conversation with the harness, and what every scenario shares: the
+//! tensor arena, the buffer pool, the painted stack, and the report.
+
+mod single_frame;
+mod stream;
+
+use core::cell::Cell;
+use core::fmt::Write;
+use core::mem::MaybeUninit;
+
+use arena::{ArenaBuffer, Category, Pool, CACHE_LINE};
+use hilmem_protocol::{exit, parse_line, Frame, Line, MAX_LINE, MAX_PAYLOAD};
+
+use crate::platform::{self, Stack};
+use crate::{config, tflm};
+
+/// The tensor arena. On bare metal it has its own section (placed by the
+/// board's `memory.x`, in RAM or in a region of its own) and is not zeroed at
+/// boot: it is painted before use. The harness finds it in the ELF by this name
+/// to keep it out of `static_ram_bytes`.
+#[no_mangle]
+#[cfg_attr(target_os = "none", link_section = ".hilmem_arena")]
+static mut HILMEM_ARENA: MaybeUninit<ArenaBuffer<{ config::ARENA_BYTES }>> = MaybeUninit::uninit();
+
+/// Bytes of the log ring of the log-heavy scenario.
+const LOG_RING_BYTES: usize = 2048;
+/// Blocks the pool keeps track of at once.
+const POOL_BLOCKS: usize = 32;
+
+const fn lines(bytes: usize) -> usize {
+    bytes.div_ceil(CACHE_LINE) * CACHE_LINE
+}
+
+/// Room for everything the scenarios keep in the pool at once: two input
+/// frames in flight, a pre-processing copy, the post-processing buffer (the
+/// board's budget for it), the log ring and the OTA staging buffer, plus one
+/// spare kilobyte.
+const POOL_BYTES: usize = 3 * lines(config::LARGEST_INPUT_BYTES)
+    + lines(config::BUDGET.postprocess_bytes as usize)
+    + lines(LOG_RING_BYTES)
+    + lines(config::OTA_MODEL_BYTES)
+    + 1024;
+
+/// Backing store of the pool, cache-line aligned so that where the linker put
+/// it changes nothing.
+#[repr(C, align(32))] // CACHE_LINE
+struct PoolMemory([u8; POOL_BYTES]);
+static mut POOL_MEMORY: PoolMemory = PoolMemory([0; POOL_BYTES]);
+
+/// Whether the static memory has been handed out (once per boot).
+static TAKEN: critical_section::Mutex<Cell<bool>> = critical_section::Mutex::new(Cell::new(false));
+
+/// What a scenario works with.
+pub struct Rig<'s> {
+    arena: &'static mut [u8],
+    pool: Pool<'static, POOL_BLOCKS>,
+    stack: &'s Stack,
+}
+
+impl<'s> Rig<'s> {
+    fn take(stack: &'s Stack) -> Rig<'s> {
+        let taken = critical_section::with(|cs| TAKEN.borrow(cs).replace(true));
+        assert!(!taken, "static memory taken twice");
+        // SAFETY: handed out once (checked above); any bit pattern is a valid
+        // u8, and the pool's memory is only reached through the pool.
+        unsafe {
+            let arena = core::ptr::addr_of_mut!(HILMEM_ARENA) as *mut u8;
+            Rig {
+                arena: core::slice::from_raw_parts_mut(arena, config::ARENA_BYTES),
+                pool: Pool::new(&mut (*core::ptr::addr_of_mut!(POOL_MEMORY)).0),
+                stack,
+            }
+        }
+    }
+
+    /// Paints the arena and loads `model` into it.
+    fn load_painted(&mut self, model: &'static [u8]) -> Result<(), tflm::Error> {
+        arena::paint(self.arena);
+        self.load(model)
+    }
+
+    /// Loads `model` into the arena (replacing the model there).
+    fn load(&mut self, model: &'static [u8]) -> Result<(), tflm::Error> {
+        tflm::clear_messages();
+        // SAFETY: the model is 'static and the arena is only used by TFLM
+        // until the next load.
+        unsafe { tflm::load(model, self.arena) }
+    }
+
+    /// Feeds `data` to the model through a pre-processing buffer, as a real
+    /// pipeline would convert a camera frame, and runs one inference.
+    fn infer(&mut self, name: &str, data: &[u8]) -> Result<(), i32> {
+        let pre = self.pool.alloc(Category::Preprocess, data.len()).map_err(|e| pool_failure("preprocess", name, e))?;
+        pre.copy_from_slice(data);
+        let fed = tflm::set_input(0, pre);
+        self.pool.free(pre).expect("block from this pool");
+        if let Err((want, got)) = fed {
+            let mut detail = Text::<128>::new();
+            let _ = write!(detail, "input `{name}` has {got} bytes; the model's input tensor takes {want}");
+            return Err(fail("input", 0, detail.as_str()));
+        }
+        tflm::clear_messages();
+        tflm::invoke().map_err(|e| fail_with_tflm_messages("invoke", e))
+    }
+
+    /// Reads the answer through a post-processing buffer.
+    fn answer(&mut self, name: &str) -> Result<(u32, f32), i32> {
+        let output = tflm::output().map_err(|e| fail("output", e.code, e.what()))?;
+        let post =
+            self.pool.alloc(Category::Postprocess, output.bytes.len()).map_err(|e| pool_failure("output", name, e))?;
+        post.copy_from_slice(output.bytes);
+        let answer = output.answer(post);
+        if !cfg!(feature = "inject-leak") {
+            self.pool.free(post).expect("block from this pool");
+        }
+        Ok(answer)
+    }
+
+    /// The memory figures every scenario reports, taken before anything is
+    /// formatted (formatting has its own stack cost).
+    fn figures(&self) -> [(&'static str, i64); 4 + 5] {
+        let touched = arena::touched_bytes(self.arena) as i64;
+        let c = |category| self.pool.category(category).peak as i64;
+        [
+            ("stack_peak_bytes", self.stack.peak() as i64),
+            ("arena_used_bytes", i64::from(tflm::arena_used_bytes())),
+            ("arena_touched_bytes", touched),
+            ("heap_peak_bytes", self.pool.usage().peak as i64),
+            ("pool_input_frame_peak_bytes", c(Category::InputFrame)),
+            ("pool_preprocess_peak_bytes", c(Category::Preprocess)),
+            ("pool_postprocess_peak_bytes", c(Category::Postprocess)),
+            ("pool_log_peak_bytes", c(Category::Log)),
+            ("ota_staging_peak_bytes", c(Category::OtaStaging)),
+        ]
+    }
+}
+
+fn send(frame: Frame) {
+    // Frames are built from bounded fields; a frame too long to encode is a
+    // firmware bug, caught by the panic handler.
+    frame.write_line(platform::write).expect("frame too long");
+    platform::write(b"\n");
+}
+
+fn report(metrics: &[(&str, i64)]) {
+    for &(name, value) in metrics {
+        send(Frame::Metric { name, value });
+    }
+    if let Some(rss) = platform::rss_peak_bytes() {
+        send(Frame::Metric { name: "rss_peak_bytes", value: rss });
+    }
+}
+
+fn fail(stage: &str, code: i32, detail: &str) -> i32 {
+    send(Frame::Failure { stage, code, detail });
+    send(Frame::Done { ok: false });
+    exit::FAILED
+}
+
+/// Reports a TFLM failure with what TFLM said about it, or the shim's reason
+/// when it said nothing.
+fn fail_with_tflm_messages(stage: &str, e: tflm::Error) -> i32 {
+    tflm::with_messages(|said| fail(stage, e.code, if said.is_empty() { e.what() } else { said }))
+}
+
+fn pool_failure(stage: &str, what: &str, e: arena::PoolError) -> i32 {
+    let mut detail = Text::<128>::new();
+    let _ = write!(detail, "`{what}`: {e}");
+    fail(stage, 0, detail.as_str())
+}
+
+/// Says hello, waits for a `Run` command and runs that scenario; returns the
+/// exit status.
+pub fn serve(stack: Stack) -> i32 {
+    if platform::cpu_part() != config::CPU_PART {
+        let mut detail = Text::<96>::new();
+        let _ = write!(
+            detail,
+            "built for board `{}` (CPUID part {:#x}), running on part {:#x}",
+            config::BOARD,
+            config::CPU_PART,
+            platform::cpu_part()
+        );
+        return fail("board", 0, detail.as_str());
+    }
+    send(Frame::Hello {
+        board: config::BOARD,
+        model: config::MODEL_NAME,
+        arena_capacity: config::ARENA_BYTES as u32,
+        stack_size: stack.size() as u32,
+    });
+    let mut line = [0u8; MAX_LINE];
+    loop {
+        let len = read_line(&mut line);
+        let Ok(text) = core::str::from_utf8(&line[..len]) else {
+            return fail("command", 0, "command line is not UTF-8");
+        };
+        let mut payload = [0u8; MAX_PAYLOAD];
+        match parse_line(text.trim_end_matches('\r'), &mut payload) {
+            Line::Log(_) => continue,
+            Line::Frame(Ok(Frame::Run { scenario, frames })) => return run(scenario, frames, &stack),
+            Line::Frame(Ok(_)) => return fail("command", 0, "expected a Run frame"),
+            Line::Frame(Err(_)) => return fail("command", 0, "corrupt command frame"),
+        }
+    }
+}
+
+fn run(scenario: &str, frames: u32, stack: &Stack) -> i32 {
+    match scenario {
+        "single-frame" => single_frame::run(Rig::take(stack)),
+        "stream" => stream::run(Rig::take(stack), stream::Mode::Plain, frames),
+        "log-heavy" => stream::run(Rig::take(stack), stream::Mode::LogHeavy, frames),
+        "concurrent-ota" => stream::run(Rig::take(stack), stream::Mode::ConcurrentOta, frames),
+        // Self-tests of the harness: each ends the run the way a broken
+        // firmware or a bad line would, so the runners' handling of it can
+        // be tested.
+        "selftest-panic" => panic!("self-test panic"),
+        "selftest-hardfault" => platform::fault(),
+        "selftest-garbage" => {
+            platform::write(b"\x00\xff noise \x1b[2J\n");
+            platform::write(b"~hm1 0301 00000000\n");
+            exit::OK
+        }
+        "selftest-hang" => loop {
+            core::hint::spin_loop();
+        },
+        _ => {
+            let mut detail = Text::<96>::new();
+            let _ = write!(detail, "unknown scenario `{scenario}`");
+            fail("command", 0, detail.as_str())
+        }
+    }
+}
+
+/// A fixed-capacity string for failure details; text past the end is cut.
+struct Text<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Text<N> {
+    fn new() -> Self {
+        Text { buf: [0; N], len: 0 }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `str`s are copied in, cut at a char boundary.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> Write for Text<N> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let mut n = s.len().min(N - self.len);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Reads one line (without its newline); a longer line is cut to the buffer.
+fn read_line(buf: &mut [u8]) -> usize {
+    let mut len = 0;
+    loop {
+        match platform::read_byte() {
+            b'\n' => return len,
+            b if len < buf.len() => {
+                buf[len] = b;
+                len += 1;
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! `single-frame`: load the model, run one inference per configured input,
+//! report the memory record and the model's answers.
+
+use arena::Category;
+use hilmem_protocol::{exit, Frame};
+
+use super::{fail_with_tflm_messages, pool_failure, report, send, Rig};
+use crate::config;
+
+pub fn run(mut rig: Rig) -> i32 {
+    if let Err(e) = rig.load_painted(config::MODEL) {
+        return fail_with_tflm_messages("load", e);
+    }
+    let mut answers = [(0u32, 0f32); config::INPUTS.len()];
+    for (answer, (name, data)) in answers.iter_mut().zip(config::INPUTS) {
+        // The input frame is staged in a pool buffer, as a camera or
+        // microphone driver would fill it.
+        let frame = match rig.pool.alloc(Category::InputFrame, data.len()) {
+            Ok(frame) => frame,
+            Err(e) => return pool_failure("input", name, e),
+        };
+        frame.copy_from_slice(data);
+        let result = rig.infer(name, frame).and_then(|()| rig.answer(name));
+        rig.pool.free(frame).expect("block from this pool");
+        match result {
+            Ok(a) => *answer = a,
+            Err(status) => return status,
+        }
+    }
+    report(&rig.figures());
+    for ((name, _), (class, value)) in config::INPUTS.iter().zip(answers) {
+        send(Frame::Output { input: name, class, value });
+    }
+    send(Frame::Done { ok: true });
+    exit::OK
+}

@@ -1,0 +1,77 @@
+//! The four scenarios on the default board: what each must show.
+
+use harness::firmware::Variant;
+use harness::hil::{self, Options};
+use harness::measurement::{metric, Measurement, CONCURRENT_OTA, LOG_HEAVY, SCENARIOS, SINGLE_FRAME, STREAM};
+
+use crate::support::*;
+
+fn record<'a>(records: &'a [Measurement], model: &str, scenario: &str) -> &'a Measurement {
+    records
+        .iter()
+        .find(|r| r.model == model && r.scenario == scenario)
+        .unwrap_or_else(|| panic!("no {model}/{scenario}"))
+}
+
+fn check_passed(record: &Measurement, name: &str) -> bool {
+    record.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check `{name}` in {record:?}")).passed
+}
+
+#[test]
+fn all_four_scenarios_run_and_show_what_they_must() {
+    let mut options = Options::new(&ws(), vec![default_board().name]);
+    options.models = vec!["hello_world".into(), "micro_speech".into()];
+    let results = hil::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    assert_eq!(results.records.len(), 2 * SCENARIOS.len());
+    for r in &results.records {
+        assert!(r.passed(), "{}/{}: {:?}", r.model, r.scenario, r.checks);
+    }
+
+    for model in ["hello_world", "micro_speech"] {
+        let single = record(&results.records, model, SINGLE_FRAME);
+        let stream = record(&results.records, model, STREAM);
+        let logging = record(&results.records, model, LOG_HEAVY);
+        // Logging costs: more stack (formatting) and pool (the ring).
+        for key in [metric::STACK_PEAK_BYTES, metric::HEAP_PEAK_BYTES] {
+            assert!(logging.metrics[key] > single.metrics[key], "{model}: {key} log-heavy vs single-frame");
+        }
+        assert!(logging.metrics["pool_log_peak_bytes"] > 0);
+        // The stream settles: no growth after warm-up, two frames in flight.
+        assert_eq!(stream.metrics[metric::HEAP_GROWTH_BYTES], 0, "{model}");
+        assert_eq!(stream.metrics[metric::FRAMES], i64::from(options.frames));
+        assert!(stream.metrics["pool_input_frame_peak_bytes"] >= 2 * single.metrics["pool_input_frame_peak_bytes"]);
+        assert_eq!(stream.metrics["lifecycle_transitions"], 5 * i64::from(options.frames) - 1);
+    }
+
+    // hello_world's update (micro_speech) needs more arena than there is:
+    // refused with its reason, and hello_world answers right afterwards.
+    let refused = record(&results.records, "hello_world", CONCURRENT_OTA);
+    assert_eq!(refused.metrics[metric::OTA_ACCEPTED], 0);
+    assert_eq!(refused.notes["ota_gate"], "rejected: needs 7024 bytes of tensor arena, the firmware has 3072");
+    assert!(
+        check_passed(refused, "output for x-half-pi") && check_passed(refused, "update to `micro_speech` rejected")
+    );
+    assert_eq!(refused.metrics[metric::OTA_STAGING_PEAK_BYTES], 18304, "micro_speech's 18288 bytes, in cache lines");
+
+    // micro_speech's update (hello_world) fits: activated in the same arena,
+    // where it computes sin(0).
+    let accepted = record(&results.records, "micro_speech", CONCURRENT_OTA);
+    assert_eq!(accepted.metrics[metric::OTA_ACCEPTED], 1);
+    assert!(check_passed(accepted, "output for ota-x-0") && check_passed(accepted, "update to `hello_world` accepted"));
+    assert_eq!(accepted.metrics[metric::ARENA_USED_BYTES], 1472, "hello_world now runs in the arena");
+}
+
+#[test]
+fn a_buffer_leaked_every_frame_fails_the_stream() {
+    let board = default_board();
+    let model = model("hello_world");
+    let (firmware, sizes) = build_variant(&board, &model, Variant::InjectLeak);
+    let run = run(&board, &model, &firmware, STREAM, TIMEOUT);
+    let record = hil::record(&board, &model, &firmware, sizes, STREAM, &run).unwrap();
+    let growth = record.metrics[metric::HEAP_GROWTH_BYTES];
+    // One 32-byte post-processing block per frame after warm-up.
+    assert_eq!(growth, 32 * i64::from(harness::measurement::DEFAULT_FRAMES - hilmem_protocol::WARM_UP_FRAMES));
+    assert!(!check_passed(&record, "watermarks settle after warm-up"));
+    assert!(!record.passed());
+}
