@@ -1,7 +1,8 @@
-//! How much time the harness adds to running the firmware: a full emulated
-//! run (every QEMU board, every model, single-frame, boards in parallel)
-//! against running the same images with bare `qemu-system-arm`, one after
-//! another, fed the same command.
+//! What hilmem costs. In time: a full emulated run (every QEMU board, every
+//! model, single-frame, boards in parallel) against running the same images
+//! with bare `qemu-system-arm`, one after another, fed the same command. In
+//! memory: the firmware with and without the arena layer's measurement
+//! machinery, from the ELF.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 use hilmem_protocol::Frame;
 
 use crate::board::{self, Board, Runner};
+use crate::elf::ImageSizes;
+use crate::firmware::Variant;
 use crate::hil::{self, ConfigError, Options};
 use crate::measurement::SINGLE_FRAME;
 use crate::models;
@@ -56,6 +59,7 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     let models = models::load(&ws.models_file()).map_err(ConfigError::from)?;
     let mut options = Options::new(ws, boards.iter().map(|b| b.name.clone()).collect());
     options.jobs = jobs;
+    options.scenarios = vec![SINGLE_FRAME.into()];
 
     progress("building every image (not timed)");
     let results = hil::run(ws, &options, &|_| {})?;
@@ -114,4 +118,41 @@ fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result
         return Err(fail(format!("exited with {status}")));
     }
     Ok(took)
+}
+
+/// Flash and static RAM of one image with and without the measurement
+/// machinery (painting, watermarks, lifecycle bookkeeping); the buffers the
+/// layer manages are the same in both.
+#[derive(Debug, Clone)]
+pub struct LayerCost {
+    pub board: String,
+    pub model: String,
+    pub with: ImageSizes,
+    pub without: ImageSizes,
+}
+
+impl LayerCost {
+    pub fn flash_bytes(&self) -> i64 {
+        self.with.flash_bytes.unwrap_or(0) as i64 - self.without.flash_bytes.unwrap_or(0) as i64
+    }
+
+    pub fn static_ram_bytes(&self) -> i64 {
+        self.with.static_ram_bytes as i64 - self.without.static_ram_bytes as i64
+    }
+}
+
+/// Builds `model` for the default board both ways and compares the images.
+pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -> Result<LayerCost, BenchError> {
+    let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
+    let file = ws.models_file();
+    let models = models::select(models::load(&file).map_err(ConfigError::from)?, &[model.to_owned()], &file)
+        .map_err(ConfigError::from)?;
+    let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
+    let mut sizes = Vec::new();
+    for variant in [Variant::Standard, Variant::Uninstrumented] {
+        progress(&format!("building {}/{model} ({variant:?})", board.name));
+        let image = firmware::build(ws, &board, &models[0], variant, &mut |_| {}).map_err(|e| build_err(&e))?;
+        sizes.push(crate::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
+    }
+    Ok(LayerCost { board: board.name, model: model.to_owned(), with: sizes[0], without: sizes[1] })
 }

@@ -1,4 +1,5 @@
-//! `cargo xtask bench`: what the harness costs on top of bare QEMU.
+//! `cargo xtask bench`: what the harness costs on top of bare QEMU, and what
+//! the arena layer's measurement machinery costs in the firmware.
 
 use anyhow::Result;
 use harness::{bench, Workspace};
@@ -15,11 +16,19 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let cost = bench::layer_cost(&ws, LAYER_COST_MODEL, &mut |line| eprintln!("{line}"))?;
     let report = bench::run(&ws, jobs, &mut |line| eprintln!("{line}"))?;
     println!("boards:            {}", report.boards.join(", "));
     println!("images:            {}", report.images);
     println!("hilmem ({} jobs):   {:.2} s", report.jobs, report.hil.as_secs_f64());
     println!("bare qemu, serial: {:.2} s", report.bare.as_secs_f64());
     println!("ratio:             {:.3} (hilmem / (bare / {}); goal <= 1.15)", report.ratio(), report.jobs);
+    println!();
+    println!("arena layer measurement machinery ({}/{}, from the ELF):", cost.board, cost.model);
+    println!("  flash:      {:+} bytes (goal <= 2048)", cost.flash_bytes());
+    println!("  static RAM: {:+} bytes (goal <= 256)", cost.static_ram_bytes());
     Ok(exit::OK)
 }
+
+/// The model whose image the layer's cost is weighed on.
+const LAYER_COST_MODEL: &str = "person_detection";
