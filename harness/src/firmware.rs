@@ -131,6 +131,15 @@ fn write_config(dir: &Path, board: &Board, model: &ModelSpec) -> Result<u64, Bui
     Ok(model_bytes.len() as u64)
 }
 
+/// Which TFLM the firmware is built from (the override's directory name, or
+/// the bundled archive).
+pub fn tflm_source() -> String {
+    match std::env::var_os("HILMEM_TFLM_DIR") {
+        Some(dir) => format!("HILMEM_TFLM_DIR {}", Path::new(&dir).file_name().unwrap_or_default().to_string_lossy()),
+        None => "tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)".to_owned(),
+    }
+}
+
 /// The name under which the firmware reports the answer of an update's model.
 pub fn ota_output_name(input: &str) -> String {
     format!("ota-{input}")

@@ -9,6 +9,7 @@ use std::time::Duration;
 use hilmem_protocol::{exit, WARM_UP_FRAMES};
 use serde::{Deserialize, Serialize};
 
+use crate::baseline::Meta;
 use crate::board::{self, Board, BoardError};
 use crate::elf::{self, ElfError, ImageSizes};
 use crate::firmware::{self, BuildError, Firmware, Variant};
@@ -149,13 +150,60 @@ pub struct Failed {
     pub error: String,
 }
 
+/// What an image was built from: the facts a baseline keeps beside its
+/// figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    pub board: String,
+    pub model: String,
+    pub model_sha256: String,
+    pub tflm: String,
+    pub target: String,
+    pub arena_bytes: u32,
+}
+
+impl Image {
+    fn of(board: &Board, model: &ModelSpec) -> Result<Image, RunError> {
+        use sha2::{Digest, Sha256};
+        let bytes = model.read().map_err(BuildError::from)?;
+        let sha: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Image {
+            board: board.name.clone(),
+            model: model.name.clone(),
+            model_sha256: sha,
+            tflm: firmware::tflm_source(),
+            target: board.target.clone(),
+            arena_bytes: model.arena_bytes,
+        })
+    }
+
+    /// Baseline metadata for this image, not yet approved by anyone.
+    pub fn meta(&self, results: &Results) -> Meta {
+        Meta {
+            board: self.board.clone(),
+            model: self.model.clone(),
+            model_sha256: self.model_sha256.clone(),
+            tflm: self.tflm.clone(),
+            target: self.target.clone(),
+            arena_bytes: self.arena_bytes,
+            measured_at_commit: results.commit.clone().unwrap_or_default(),
+            approved_by: String::new(),
+            approved_at: 0,
+        }
+    }
+}
+
 /// Everything a run produced; written as JSON under `target/hilmem/`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     /// Version of this file's layout.
     pub format: u32,
+    /// The commit of the checkout that ran, when it is a git repository.
+    pub commit: Option<String>,
     /// Boards in the order they were asked for.
     pub boards: Vec<String>,
+    /// The images that were run.
+    pub images: Vec<Image>,
     pub records: Vec<Measurement>,
     pub failed: Vec<Failed>,
 }
@@ -203,12 +251,15 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
 
     let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
     let outcomes = Mutex::new(Vec::new());
+    let images = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.clamp(1, boards.len().max(1)) {
             scope.spawn(|| loop {
                 let Some(board) = queue.lock().unwrap().pop_front() else { break };
                 for model in &models {
-                    for (scenario, outcome) in measure(ws, board, model, options, progress) {
+                    let (image, runs) = measure(ws, board, model, options, progress);
+                    images.lock().unwrap().extend(image);
+                    for (scenario, outcome) in runs {
                         outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
                     }
                 }
@@ -225,9 +276,15 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
         )
     };
     outcomes.sort_by_key(|(board, model, scenario, _)| rank(board, model, scenario));
+    let mut images: Vec<Image> = images.into_inner().unwrap();
+    images.sort_by_key(|i| {
+        (boards.iter().position(|b| b.name == i.board), models.iter().position(|m| m.name == i.model))
+    });
     let mut results = Results {
         format: RESULTS_FORMAT,
+        commit: crate::gitrepo::head(ws.root()),
         boards: boards.iter().map(|b| b.name.clone()).collect(),
+        images,
         records: Vec::new(),
         failed: Vec::new(),
     };
@@ -247,6 +304,9 @@ pub fn save(dir: &std::path::Path, results: &Results) -> std::io::Result<PathBuf
     Ok(path)
 }
 
+/// One board and model's image, and each scenario's outcome on it.
+type Measured = (Option<Image>, Vec<(String, Result<Measurement, RunError>)>);
+
 /// Builds (or finds) the model's image and runs each scenario on it.
 fn measure(
     ws: &Workspace,
@@ -254,21 +314,21 @@ fn measure(
     model: &ModelSpec,
     options: &Options,
     progress: &(dyn Fn(Event) + Sync),
-) -> Vec<(String, Result<Measurement, RunError>)> {
-    let image = image(ws, board, model, options, progress);
+) -> Measured {
+    let built = image(ws, board, model, options, progress).and_then(|i| Ok((i, Image::of(board, model)?)));
     let scenarios = options.scenarios.iter();
-    let (firmware, sizes) = match image {
-        Ok(image) => image,
+    let ((firmware, sizes), info) = match built {
+        Ok(built) => built,
         Err(error) => {
             let error = error.to_string();
             let failed = |s: &String| {
                 (s.clone(), Err(RunError::Image { context: context(board, model, s), error: error.clone() }))
             };
-            return scenarios.map(failed).collect();
+            return (None, scenarios.map(failed).collect());
         }
     };
     let timeout = options.timeout.unwrap_or(board.timeout);
-    scenarios
+    let runs = scenarios
         .map(|scenario| {
             progress(Event::Running { board: &board.name, model: &model.name, scenario });
             let outcome = execute(board, model, &firmware, scenario, options.frames, timeout, &options.run)
@@ -276,7 +336,8 @@ fn measure(
             progress(Event::Finished { board: &board.name, model: &model.name, scenario, ok: outcome.is_ok() });
             (scenario.clone(), outcome)
         })
-        .collect()
+        .collect();
+    (Some(info), runs)
 }
 
 fn image(

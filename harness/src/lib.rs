@@ -7,12 +7,15 @@
 //! frames; [`elf`] reads the sizes the linker fixed; [`hil`] puts these together
 //! into [`measurement::Measurement`] records, and [`report`] shows them.
 
+pub mod baseline;
 pub mod bench;
 pub mod board;
+pub mod compare;
 pub mod doctor;
 pub mod elf;
 pub mod firmware;
 pub mod fsutil;
+pub mod gitrepo;
 pub mod hil;
 pub mod measurement;
 pub mod models;

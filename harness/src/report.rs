@@ -1,10 +1,12 @@
-//! Showing results: the terminal table and JSON.
+//! Showing results: terminal tables, JSON, Markdown and JUnit XML.
 
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
+use crate::baseline::BaselineFile;
 use crate::board::{Board, Layout, Runner};
+use crate::compare::{Comparison, Row, Verdict};
 use crate::hil::Results;
 use crate::measurement::metric;
 use crate::measurement::Measurement;
@@ -141,4 +143,242 @@ serial ports:",
 /// The results as pretty JSON (the layout of `results.json`).
 pub fn json(results: &Results) -> String {
     serde_json::to_string_pretty(results).expect("results serialize")
+}
+
+fn signed(v: Option<i64>) -> String {
+    v.map_or("-".into(), |d| if d > 0 { format!("+{d}") } else { d.to_string() })
+}
+
+fn percent(row: &Row) -> String {
+    row.delta_percent().map_or("-".into(), |p| format!("{p:+.2}%"))
+}
+
+fn value(v: Option<i64>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
+/// The one-line summary of a comparison.
+pub fn comparison_summary(c: &Comparison) -> String {
+    let counts: Vec<String> = [
+        Verdict::Regressed,
+        Verdict::WithinTolerance,
+        Verdict::Improved,
+        Verdict::New,
+        Verdict::Missing,
+        Verdict::Unchanged,
+    ]
+    .iter()
+    .map(|v| format!("{} {}", c.count(*v), v.name()))
+    .collect();
+    format!("against baselines in {}: {}", c.against, counts.join(", "))
+}
+
+/// The figures that differ from an existing baseline, as a terminal table,
+/// then the summary (which counts the new ones).
+pub fn comparison_table(c: &Comparison) -> String {
+    let changed: Vec<&Row> =
+        c.rows.iter().filter(|r| !matches!(r.verdict, Verdict::Unchanged | Verdict::New)).collect();
+    let mut out = String::new();
+    if !changed.is_empty() {
+        let mut builder = Builder::default();
+        builder.push_record([
+            "board", "model", "scenario", "metric", "baseline", "measured", "delta", "delta %", "verdict",
+        ]);
+        for r in changed {
+            builder.push_record([
+                r.board.clone(),
+                r.model.clone(),
+                r.scenario.clone(),
+                r.metric.clone(),
+                value(r.baseline),
+                value(r.measured),
+                signed(r.delta()),
+                percent(r),
+                r.verdict.name().to_owned(),
+            ]);
+        }
+        let mut table = builder.build();
+        table.with(Style::sharp()).modify(Columns::new(4..8), Alignment::right());
+        out = format!("{table}\n");
+    }
+    out + &comparison_summary(c)
+}
+
+/// A Markdown table of rows (for PR comments, step summaries and commit
+/// messages).
+pub fn diff_markdown(rows: &[Row]) -> String {
+    let mut out =
+        String::from("| board | model | scenario | metric | baseline | measured | delta | delta % | verdict |\n");
+    out.push_str("|---|---|---|---|--:|--:|--:|--:|---|\n");
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | `{}` | {} | {} | {} | {} | {} |\n",
+            r.board,
+            r.model,
+            r.scenario,
+            r.metric,
+            value(r.baseline),
+            value(r.measured),
+            signed(r.delta()),
+            percent(r),
+            if r.verdict == Verdict::Regressed { "**regressed**" } else { r.verdict.name() }
+        ));
+    }
+    out
+}
+
+/// The comparison and the run's failures as Markdown.
+pub fn markdown(results: &Results, c: &Comparison) -> String {
+    let mut out = String::from("## hilmem memory report\n\n");
+    out.push_str(&format!("{}\n\n", comparison_summary(c)));
+    let changed: Vec<Row> = c.rows.iter().filter(|r| r.verdict != Verdict::Unchanged).cloned().collect();
+    if changed.is_empty() {
+        out.push_str("Every figure equals its baseline.\n");
+    } else {
+        out.push_str(&diff_markdown(&changed));
+    }
+    let failed_checks: Vec<String> = results
+        .records
+        .iter()
+        .flat_map(|r| {
+            r.checks
+                .iter()
+                .filter(|c| !c.passed)
+                .map(move |c| format!("- {}/{} {}: {}: {}", r.board, r.model, r.scenario, c.name, c.detail))
+        })
+        .collect();
+    if !failed_checks.is_empty() {
+        out.push_str(&format!("\n### Failed checks\n\n{}\n", failed_checks.join("\n")));
+    }
+    if !results.failed.is_empty() {
+        out.push_str("\n### Runs that produced no measurement\n\n");
+        for f in &results.failed {
+            out.push_str(&format!(
+                "- {}/{} {}: `{}`\n",
+                f.board,
+                f.model,
+                f.scenario,
+                f.error.lines().next().unwrap_or("")
+            ));
+        }
+    }
+    out
+}
+
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// JUnit XML: one test case per board, model and scenario, failing on a
+/// regression (or any change, with `strict`), a failed check or a run that
+/// produced no measurement.
+pub fn junit(results: &Results, c: &Comparison, strict: bool) -> String {
+    let mut cases = Vec::new();
+    for r in &results.records {
+        let rows: Vec<&Row> = c
+            .rows
+            .iter()
+            .filter(|row| row.board == r.board && row.model == r.model && row.scenario == r.scenario)
+            .collect();
+        let bad_rows: Vec<&&Row> = rows
+            .iter()
+            .filter(|row| {
+                row.verdict == Verdict::Regressed
+                    || (strict && matches!(row.verdict, Verdict::New | Verdict::Missing | Verdict::Improved))
+            })
+            .collect();
+        let bad_checks: Vec<String> =
+            r.checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.detail)).collect();
+        let mut failure = String::new();
+        if !bad_rows.is_empty() {
+            let diff: Vec<Row> = bad_rows.iter().map(|row| (**row).clone()).collect();
+            failure += &diff_markdown(&diff);
+        }
+        if !bad_checks.is_empty() {
+            failure += &bad_checks.join("\n");
+        }
+        cases.push((format!("{}/{}", r.board, r.model), r.scenario.clone(), failure));
+    }
+    for f in &results.failed {
+        cases.push((format!("{}/{}", f.board, f.model), f.scenario.clone(), f.error.clone()));
+    }
+    let failures = cases.iter().filter(|(_, _, f)| !f.is_empty()).count();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"hilmem\" tests=\"{}\" failures=\"{failures}\">\n  <testsuite name=\"hilmem\" tests=\"{}\" failures=\"{failures}\">\n",
+        cases.len(),
+        cases.len()
+    );
+    for (class, name, failure) in &cases {
+        if failure.is_empty() {
+            out += &format!("    <testcase classname=\"{}\" name=\"{}\"/>\n", xml(class), xml(name));
+        } else {
+            let first = failure.lines().find(|l| !l.starts_with("| board") && !l.starts_with("|---")).unwrap_or("");
+            out += &format!(
+                "    <testcase classname=\"{}\" name=\"{}\">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                xml(class),
+                xml(name),
+                xml(first),
+                xml(failure)
+            );
+        }
+    }
+    out + "  </testsuite>\n</testsuites>\n"
+}
+
+/// A baseline file as a table: one row per scenario and metric.
+pub fn baseline(file: &BaselineFile) -> String {
+    let m = &file.meta;
+    let mut builder = Builder::default();
+    builder.push_record(["scenario", "metric", "value"]);
+    for (scenario, metrics) in &file.scenario {
+        for (metric, v) in metrics {
+            builder.push_record([scenario.clone(), metric.clone(), v.to_string()]);
+        }
+    }
+    let mut table = builder.build();
+    table.with(Style::sharp()).modify(Columns::new(2..3), Alignment::right());
+    format!(
+        "{}/{} ({}, arena {} bytes, model sha256 {}…, {}; approved by {})\n{table}",
+        m.board,
+        m.model,
+        m.target,
+        m.arena_bytes,
+        &m.model_sha256[..m.model_sha256.len().min(12)],
+        m.tflm,
+        if m.approved_by.is_empty() { "nobody yet" } else { &m.approved_by }
+    )
+}
+
+/// A baseline's history: one row per commit, scenario and metric.
+pub fn history(rows: &[(crate::gitrepo::Version, String, String, i64)]) -> String {
+    let mut builder = Builder::default();
+    builder.push_record(["commit", "date (UTC)", "scenario", "metric", "value", "commit message"]);
+    for (version, scenario, metric, v) in rows {
+        builder.push_record([
+            version.commit[..12].to_owned(),
+            date(version.time),
+            scenario.clone(),
+            metric.clone(),
+            v.to_string(),
+            version.summary.clone(),
+        ]);
+    }
+    let mut table = builder.build();
+    table.with(Style::sharp()).modify(Columns::new(4..5), Alignment::right());
+    table.to_string()
+}
+
+/// `YYYY-MM-DD` of a Unix time (UTC), without a date library.
+fn date(seconds: i64) -> String {
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = seconds.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }

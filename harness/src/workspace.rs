@@ -46,6 +46,11 @@ impl Workspace {
         self.root.join("target/firmware/tflm-cache")
     }
 
+    /// Approved baselines, one directory per board.
+    pub fn baselines_dir(&self) -> PathBuf {
+        self.root.join("baselines")
+    }
+
     /// Results of the last run.
     pub fn results_dir(&self) -> PathBuf {
         self.root.join("target/hilmem")

@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use harness::baseline::{self, Source};
+use harness::compare::{self, Policy};
 use harness::hil::{self, Event, Options};
 use harness::runner::probe::Selector;
-use harness::{board, doctor, report, Workspace};
+use harness::{board, doctor, fsutil, report, Workspace};
 
 use crate::exit;
 
@@ -41,15 +43,26 @@ pub struct Args {
     /// Boards measured at once [default: the number of cores].
     #[arg(long)]
     jobs: Option<usize>,
-    /// Directory for results.json [default: target/hilmem].
+    /// Directory for the results, reports and pending baselines [default: target/hilmem].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Directory of the approved baselines [default: baselines/ at the repository root].
+    #[arg(long)]
+    baselines: Option<std::path::PathBuf>,
+    /// Compare with the baselines as committed at this git revision instead of the work tree.
+    #[arg(long)]
+    against: Option<String>,
+    /// Also fail on new, missing and improved figures.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
     Table,
     Json,
+    Markdown,
+    Junit,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -74,21 +87,51 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(probe) = &args.probe {
         options.run.probe = Some(Selector::parse(probe)?);
     }
+    let baselines_dir = args.baselines.unwrap_or_else(|| ws.baselines_dir());
+    let source = match args.against {
+        Some(rev) => Source::Revision { dir: baselines_dir.clone(), rev },
+        None => Source::WorkTree(baselines_dir.clone()),
+    };
+    let policy = Policy::load(&baselines_dir)?;
+
     let results = hil::run(&ws, &options, &show_progress)?;
+    let comparison = compare::compare(&results, &source, &policy)?;
     let out = args.out.unwrap_or_else(|| ws.results_dir());
-    let path = hil::save(&out, &results).with_context(|| format!("cannot write the results into {}", out.display()))?;
+    let written = || -> std::io::Result<()> {
+        hil::save(&out, &results)?;
+        let comparison_json = serde_json::to_string_pretty(&comparison).expect("comparison serializes");
+        fsutil::write_atomic(&out.join("comparison.json"), comparison_json.as_bytes())?;
+        fsutil::write_atomic(&out.join("report.md"), report::markdown(&results, &comparison).as_bytes())?;
+        fsutil::write_atomic(&out.join("junit.xml"), report::junit(&results, &comparison, args.strict).as_bytes())
+    };
+    written().with_context(|| format!("cannot write the results into {}", out.display()))?;
+    let pending = baseline::write_pending(&results, &comparison, &source, &out)?;
+
     match args.format {
-        Format::Table => println!("{}", report::table(&results)),
+        Format::Table => println!("{}\n\n{}", report::table(&results), report::comparison_table(&comparison)),
         Format::Json => println!("{}", report::json(&results)),
+        Format::Markdown => println!("{}", report::markdown(&results, &comparison)),
+        Format::Junit => println!("{}", report::junit(&results, &comparison, args.strict)),
     }
-    eprintln!("results: {}", path.strip_prefix(ws.root()).unwrap_or(&path).display());
+    eprintln!("results, comparison.json, report.md, junit.xml: {}", shown(&ws, &out));
+    if !pending.is_empty() {
+        eprintln!(
+            "{} pending baseline change(s) under {}; review them with `cargo xtask baseline review`",
+            pending.len(),
+            shown(&ws, &baseline::pending_dir(&out))
+        );
+    }
     Ok(if !results.failed.is_empty() {
         exit::ERROR
-    } else if !results.all_checks_passed() {
+    } else if !results.all_checks_passed() || comparison.fails(args.strict) {
         exit::REGRESSION
     } else {
         exit::OK
     })
+}
+
+fn shown(ws: &Workspace, path: &std::path::Path) -> String {
+    path.strip_prefix(ws.root()).unwrap_or(path).display().to_string()
 }
 
 fn show_progress(event: Event) {

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the hilmem command line. Each subcommand is a module; the
 //! work itself is done by the `harness` library.
 
+mod baseline;
 mod bench;
 mod boards;
 mod doctor;
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Build the reference firmware, run the scenarios, report memory figures.
     Hil(hil::Args),
+    /// Show, diff, trace and approve baselines.
+    Baseline(baseline::Args),
     /// Time a full emulated run against bare QEMU runs of the same images.
     Bench(bench::Args),
     /// List the board profiles and the probes and serial ports attached now.
@@ -35,6 +38,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Hil(args) => hil::run(args),
+        Command::Baseline(args) => baseline::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Boards => boards::run(),
         Command::Doctor => doctor::run(),

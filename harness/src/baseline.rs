@@ -1,0 +1,450 @@
+//! Approved figures in git: `baselines/<board>/<model>.toml` (memory figures
+//! per scenario, with metadata), read from the work tree or from any
+//! revision, and the pending candidates a run leaves for approval.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare::{Comparison, Row};
+use crate::fsutil::write_atomic;
+use crate::gitrepo::{self, GitError};
+use crate::hil::Results;
+use crate::strict_toml::{self, TomlError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error(transparent)]
+    Toml(#[from] TomlError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{file}: key `meta.{key}` says `{found}`, but the file's place says `{expected}`")]
+    Misplaced { file: PathBuf, key: &'static str, found: String, expected: String },
+}
+
+/// One board and model's approved figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaselineFile {
+    pub meta: Meta,
+    /// Scenario, then metric name, then value.
+    pub scenario: BTreeMap<String, BTreeMap<String, i64>>,
+}
+
+/// Where a baseline's figures came from and who approved them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub board: String,
+    pub model: String,
+    /// SHA-256 of the model file.
+    pub model_sha256: String,
+    /// The TFLM source the firmware was built from.
+    pub tflm: String,
+    /// Build settings that change the figures.
+    pub target: String,
+    pub arena_bytes: u32,
+    /// Commit the measurement was made on ("" outside git).
+    pub measured_at_commit: String,
+    pub approved_by: String,
+    /// Seconds since the Unix epoch, UTC.
+    pub approved_at: u64,
+}
+
+/// Only memory figures are baselined; counts and flags are not.
+pub fn is_baselined(metric: &str) -> bool {
+    metric.ends_with("_bytes")
+}
+
+/// Where baselines are read from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// The files in this directory, as they are.
+    WorkTree(PathBuf),
+    /// The directory's files as committed at a revision (no checkout).
+    Revision { dir: PathBuf, rev: String },
+}
+
+impl Source {
+    pub fn dir(&self) -> &Path {
+        match self {
+            Source::WorkTree(dir) | Source::Revision { dir, .. } => dir,
+        }
+    }
+
+    /// The baseline for `board` and `model`, if there is one.
+    pub fn load(&self, board: &str, model: &str) -> Result<Option<BaselineFile>, BaselineError> {
+        let path = file_path(self.dir(), board, model);
+        let text = match self {
+            Source::WorkTree(_) => match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => {
+                    return Err(
+                        TomlError { file: path, key: String::new(), message: format!("cannot read: {e}") }.into()
+                    )
+                }
+            },
+            Source::Revision { rev, .. } => match gitrepo::read_at(&path, rev)? {
+                Some(text) => text,
+                None => return Ok(None),
+            },
+        };
+        let shown = match self {
+            Source::WorkTree(_) => path.clone(),
+            Source::Revision { rev, .. } => PathBuf::from(format!("{}@{rev}", path.display())),
+        };
+        parse(&shown, &text, board, model).map(Some)
+    }
+}
+
+/// Parses a baseline file and checks it sits where its metadata says.
+pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<BaselineFile, BaselineError> {
+    let baseline: BaselineFile = strict_toml::parse(file, text)?;
+    for (key, found, expected) in [("board", &baseline.meta.board, board), ("model", &baseline.meta.model, model)] {
+        if found != expected {
+            return Err(BaselineError::Misplaced {
+                file: file.to_owned(),
+                key,
+                found: found.clone(),
+                expected: expected.to_owned(),
+            });
+        }
+    }
+    Ok(baseline)
+}
+
+pub fn file_path(dir: &Path, board: &str, model: &str) -> PathBuf {
+    dir.join(board).join(format!("{model}.toml"))
+}
+
+impl BaselineFile {
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string_pretty(self).expect("baselines serialize");
+        format!("# Approved memory figures; change them with `cargo xtask baseline approve`.\n{body}")
+    }
+
+    /// Writes the file atomically (temporary file, then rename).
+    pub fn write(&self, path: &Path) -> Result<(), BaselineError> {
+        write_atomic(path, self.to_toml().as_bytes())
+            .map_err(|source| BaselineError::Write { path: path.to_owned(), source })
+    }
+}
+
+/// The pending candidates of a run: one file per board and model, under
+/// `<results>/pending/`.
+pub fn pending_dir(results: &Path) -> PathBuf {
+    results.join("pending")
+}
+
+/// Every pending candidate, as (board, model, file).
+pub fn pending(results: &Path) -> Result<Vec<(String, String, PathBuf)>, BaselineError> {
+    let mut found = Vec::new();
+    let dir = pending_dir(results);
+    for board in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(board.path()).into_iter().flatten().flatten() {
+            let path = file.path();
+            if let (Some(board), Some(model)) = (
+                board.file_name().to_str().map(str::to_owned),
+                path.file_stem().and_then(|s| s.to_str()).map(str::to_owned),
+            ) {
+                if path.extension().is_some_and(|e| e == "toml") {
+                    found.push((board, model, path));
+                }
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Writes the pending candidates of a run into `<results>/pending/`: for each
+/// board and model with a changed figure, its baseline with the measured
+/// scenarios replaced. Candidates of earlier runs are removed first.
+pub fn write_pending(
+    results: &Results,
+    comparison: &Comparison,
+    source: &Source,
+    results_dir: &Path,
+) -> Result<Vec<PathBuf>, BaselineError> {
+    let dir = pending_dir(results_dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut written = Vec::new();
+    for image in &results.images {
+        if comparison.changes(&image.board, &image.model).next().is_none() {
+            continue;
+        }
+        let mut file = source
+            .load(&image.board, &image.model)?
+            .unwrap_or_else(|| BaselineFile { meta: image.meta(results), scenario: BTreeMap::new() });
+        file.meta = image.meta(results);
+        for record in results.records.iter().filter(|r| r.board == image.board && r.model == image.model) {
+            let figures = record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.clone(), *v));
+            file.scenario.insert(record.scenario.clone(), figures.collect());
+        }
+        let path = file_path(&dir, &image.board, &image.model);
+        file.write(&path)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Which pending changes an approval takes (None: all).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub board: Option<String>,
+    pub model: Option<String>,
+    pub scenario: Option<String>,
+}
+
+impl Filter {
+    fn takes(&self, board: &str, model: &str, scenario: &str) -> bool {
+        let ok = |wanted: &Option<String>, value: &str| wanted.as_deref().is_none_or(|w| w == value);
+        ok(&self.board, board) && ok(&self.model, model) && ok(&self.scenario, scenario)
+    }
+}
+
+/// What an approval did.
+#[derive(Debug, Clone)]
+pub struct Approval {
+    /// Baseline files written.
+    pub files: Vec<PathBuf>,
+    /// Old and new figures of every metric that changed.
+    pub diff: Vec<Row>,
+    /// The commit made, with `--commit`.
+    pub commit: Option<String>,
+}
+
+/// Turns the pending candidates that any of `filters` selects into baselines
+/// (each file written atomically), and with `commit` commits exactly those
+/// files with the diff in the message. Refuses to commit when baseline files
+/// have uncommitted edits.
+pub fn approve(
+    results_dir: &Path,
+    baselines_dir: &Path,
+    filters: &[Filter],
+    approver: &str,
+    commit: bool,
+) -> Result<Approval, BaselineError> {
+    if commit {
+        let dirty = gitrepo::changed_under(baselines_dir)?;
+        if !dirty.is_empty() {
+            let files = dirty.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+            return Err(GitError::Dirty { files }.into());
+        }
+    }
+    let mut approval = Approval { files: Vec::new(), diff: Vec::new(), commit: None };
+    for (board, model, path) in pending(results_dir)? {
+        let text = std::fs::read_to_string(&path).map_err(|e| TomlError {
+            file: path.clone(),
+            key: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let mut candidate = parse(&path, &text, &board, &model)?;
+        let target = file_path(baselines_dir, &board, &model);
+        let mut baseline = Source::WorkTree(baselines_dir.to_owned())
+            .load(&board, &model)?
+            .unwrap_or(BaselineFile { meta: candidate.meta.clone(), scenario: BTreeMap::new() });
+        let taken: Vec<String> =
+            candidate.scenario.keys().filter(|s| filters.iter().any(|f| f.takes(&board, &model, s))).cloned().collect();
+        if taken.is_empty() {
+            continue;
+        }
+        for scenario in &taken {
+            let new = candidate.scenario.remove(scenario).expect("listed above");
+            let old = baseline.scenario.insert(scenario.clone(), new.clone()).unwrap_or_default();
+            approval.diff.extend(diff_rows(&board, &model, scenario, &old, &new));
+        }
+        baseline.meta = Meta { approved_by: approver.to_owned(), approved_at: now(), ..candidate.meta.clone() };
+        baseline.write(&target)?;
+        approval.files.push(target);
+        if candidate.scenario.is_empty() {
+            let _ = std::fs::remove_file(&path);
+        } else {
+            candidate.write(&path)?;
+        }
+    }
+    if commit && !approval.files.is_empty() {
+        let message = format!(
+            "Approve memory baselines\n\n{}\nApproved-by: {approver}\n",
+            crate::report::diff_markdown(&approval.diff)
+        );
+        approval.commit = Some(gitrepo::commit_files(&approval.files, &message)?);
+    }
+    Ok(approval)
+}
+
+/// Drops a scenario's pending candidate without approving it.
+pub fn reject(results_dir: &Path, board: &str, model: &str, scenario: &str) -> Result<(), BaselineError> {
+    let path = file_path(&pending_dir(results_dir), board, model);
+    let text = std::fs::read_to_string(&path).map_err(|e| TomlError {
+        file: path.clone(),
+        key: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let mut candidate = parse(&path, &text, board, model)?;
+    candidate.scenario.remove(scenario);
+    if candidate.scenario.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    } else {
+        candidate.write(&path)
+    }
+}
+
+/// One row per metric whose value differs between `old` and `new`.
+pub fn diff_rows(
+    board: &str,
+    model: &str,
+    scenario: &str,
+    old: &BTreeMap<String, i64>,
+    new: &BTreeMap<String, i64>,
+) -> Vec<Row> {
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|m| old.get(*m) != new.get(*m))
+        .map(|metric| {
+            let (baseline, measured) = (old.get(metric).copied(), new.get(metric).copied());
+            Row {
+                board: board.to_owned(),
+                model: model.to_owned(),
+                scenario: scenario.to_owned(),
+                metric: metric.clone(),
+                baseline,
+                measured,
+                verdict: crate::compare::verdict(Default::default(), baseline, measured),
+            }
+        })
+        .collect()
+}
+
+/// The (board, model) pairs that have a baseline in `source`.
+pub fn list(source: &Source) -> Result<Vec<(String, String)>, BaselineError> {
+    let mut found = Vec::new();
+    match source {
+        Source::WorkTree(dir) => {
+            for board in std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.path().is_dir()) {
+                for file in std::fs::read_dir(board.path()).into_iter().flatten().flatten() {
+                    let path = file.path();
+                    if let (Some(b), Some(m), true) = (
+                        board.file_name().to_str(),
+                        path.file_stem().and_then(|s| s.to_str()),
+                        path.extension().is_some_and(|e| e == "toml"),
+                    ) {
+                        found.push((b.to_owned(), m.to_owned()));
+                    }
+                }
+            }
+        }
+        Source::Revision { dir, rev } => {
+            for path in gitrepo::files_at(dir, rev)? {
+                let mut parts = path.components().rev();
+                let (Some(file), Some(board)) = (parts.next(), parts.next()) else { continue };
+                let file = Path::new(file.as_os_str());
+                if file.extension().is_some_and(|e| e == "toml") {
+                    let model = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+                    found.push((board.as_os_str().to_string_lossy().into_owned(), model.to_owned()));
+                }
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Every changed figure between the baselines of two sources.
+pub fn diff(from: &Source, to: &Source) -> Result<Vec<Row>, BaselineError> {
+    let mut pairs = list(from)?;
+    pairs.extend(list(to)?);
+    pairs.sort();
+    pairs.dedup();
+    let mut rows = Vec::new();
+    for (board, model) in pairs {
+        let old = from.load(&board, &model)?.map(|b| b.scenario).unwrap_or_default();
+        let new = to.load(&board, &model)?.map(|b| b.scenario).unwrap_or_default();
+        let mut scenarios: Vec<&String> = old.keys().chain(new.keys()).collect();
+        scenarios.sort();
+        scenarios.dedup();
+        for scenario in scenarios {
+            let empty = BTreeMap::new();
+            let (o, n) = (old.get(scenario).unwrap_or(&empty), new.get(scenario).unwrap_or(&empty));
+            rows.extend(diff_rows(&board, &model, scenario, o, n));
+        }
+    }
+    Ok(rows)
+}
+
+/// One metric through the commits that changed the baseline file, oldest
+/// first: (commit, time, scenario, value).
+pub fn history(
+    baselines_dir: &Path,
+    board: &str,
+    model: &str,
+    metric: Option<&str>,
+) -> Result<Vec<(gitrepo::Version, String, String, i64)>, BaselineError> {
+    let path = file_path(baselines_dir, board, model);
+    let mut rows = Vec::new();
+    for version in gitrepo::history(&path)? {
+        let shown = PathBuf::from(format!("{}@{}", path.display(), &version.commit[..12]));
+        let file = parse(&shown, &version.text, board, model)?;
+        for (scenario, metrics) in &file.scenario {
+            for (name, value) in metrics {
+                if metric.is_none_or(|m| m == name) {
+                    rows.push((version.clone(), scenario.clone(), name.clone(), *value));
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> BaselineFile {
+        BaselineFile {
+            meta: Meta {
+                board: "qemu-m7".into(),
+                model: "hello_world".into(),
+                model_sha256: "ab".into(),
+                tflm: "tfmicro-0.1.0".into(),
+                target: "thumbv7em-none-eabihf".into(),
+                arena_bytes: 3072,
+                measured_at_commit: "0123abcd".into(),
+                approved_by: "A. Reviewer <a@example.com>".into(),
+                approved_at: 1_700_000_000,
+            },
+            scenario: BTreeMap::from([(
+                "single-frame".into(),
+                BTreeMap::from([("arena_used_bytes".into(), 1472), ("stack_peak_bytes".into(), 2016)]),
+            )]),
+        }
+    }
+
+    #[test]
+    fn files_round_trip_and_are_checked_strictly() {
+        let text = sample().to_toml();
+        assert_eq!(parse(Path::new("b.toml"), &text, "qemu-m7", "hello_world").unwrap(), sample());
+
+        let err = parse(Path::new("b.toml"), &text.replace("1472", "\"x\""), "qemu-m7", "hello_world").unwrap_err();
+        assert!(err.to_string().contains("key `scenario.single-frame.arena_used_bytes`"), "{err}");
+        let err = parse(Path::new("b.toml"), &text.replace("[meta]", "[meta]\ncolour = 1"), "qemu-m7", "hello_world");
+        assert!(err.unwrap_err().to_string().contains("unknown field `colour`"));
+        let cut = &text[..text.len() / 2];
+        assert!(parse(Path::new("b.toml"), cut, "qemu-m7", "hello_world").is_err());
+        let err = parse(Path::new("b.toml"), &text, "qemu-m4", "hello_world").unwrap_err();
+        assert!(err.to_string().contains("key `meta.board` says `qemu-m7`"), "{err}");
+    }
+}

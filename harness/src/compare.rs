@@ -1,0 +1,254 @@
+//! Measurements against baselines: a verdict per metric, under the
+//! tolerances of `baselines/policy.toml`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::baseline::{is_baselined, BaselineError, BaselineFile, Source};
+use crate::hil::Results;
+use crate::strict_toml::{self, TomlError};
+
+/// How much a metric may grow before it is a regression. With both limits,
+/// both must hold; with none, the metric must not grow at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub bytes: Option<u64>,
+    pub percent: Option<u64>,
+}
+
+impl Tolerance {
+    fn allows(&self, baseline: i64, growth: i64) -> bool {
+        if self.bytes.is_none() && self.percent.is_none() {
+            return false;
+        }
+        let by_bytes = self.bytes.is_none_or(|b| growth as u64 <= b);
+        let by_percent = self.percent.is_none_or(|p| growth as u128 * 100 <= p as u128 * baseline.max(0) as u128);
+        by_bytes && by_percent
+    }
+}
+
+/// Tolerances per metric, with per-board overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default)]
+    pub tolerance: BTreeMap<String, Tolerance>,
+    #[serde(default)]
+    pub board: BTreeMap<String, BoardPolicy>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoardPolicy {
+    #[serde(default)]
+    pub tolerance: BTreeMap<String, Tolerance>,
+}
+
+impl Policy {
+    /// `policy.toml` in the baselines directory; exact everywhere without it.
+    pub fn load(dir: &Path) -> Result<Policy, TomlError> {
+        let file = dir.join("policy.toml");
+        if !file.exists() {
+            return Ok(Policy::default());
+        }
+        strict_toml::read(&file)
+    }
+
+    pub fn tolerance(&self, board: &str, metric: &str) -> Tolerance {
+        self.board
+            .get(board)
+            .and_then(|b| b.tolerance.get(metric))
+            .or_else(|| self.tolerance.get(metric))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Unchanged,
+    WithinTolerance,
+    Regressed,
+    Improved,
+    /// Measured, with no baseline.
+    New,
+    /// In the baseline, not measured.
+    Missing,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Unchanged => "unchanged",
+            Verdict::WithinTolerance => "within tolerance",
+            Verdict::Regressed => "REGRESSED",
+            Verdict::Improved => "improved",
+            Verdict::New => "new",
+            Verdict::Missing => "missing",
+        }
+    }
+}
+
+/// One metric of one board, model and scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub board: String,
+    pub model: String,
+    pub scenario: String,
+    pub metric: String,
+    pub baseline: Option<i64>,
+    pub measured: Option<i64>,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    pub fn delta(&self) -> Option<i64> {
+        Some(self.measured? - self.baseline?)
+    }
+
+    /// The change in percent of the baseline.
+    pub fn delta_percent(&self) -> Option<f64> {
+        let base = self.baseline?;
+        (base != 0).then(|| self.delta().unwrap_or(0) as f64 * 100.0 / base as f64)
+    }
+}
+
+/// Every metric of a run against its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Where the baselines were read: `work tree` or a git revision.
+    pub against: String,
+    pub rows: Vec<Row>,
+}
+
+impl Comparison {
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.rows.iter().filter(|r| r.verdict == verdict).count()
+    }
+
+    /// Whether the run fails: a regression, or with `strict` any change.
+    pub fn fails(&self, strict: bool) -> bool {
+        self.rows.iter().any(|r| match r.verdict {
+            Verdict::Regressed => true,
+            Verdict::New | Verdict::Missing | Verdict::Improved => strict,
+            Verdict::Unchanged | Verdict::WithinTolerance => false,
+        })
+    }
+
+    /// The rows that differ from their baseline, for one board and model.
+    pub fn changes<'a>(&'a self, board: &'a str, model: &'a str) -> impl Iterator<Item = &'a Row> + 'a {
+        self.rows.iter().filter(move |r| r.board == board && r.model == model && r.verdict != Verdict::Unchanged)
+    }
+}
+
+pub fn verdict(tolerance: Tolerance, baseline: Option<i64>, measured: Option<i64>) -> Verdict {
+    match (baseline, measured) {
+        (None, _) => Verdict::New,
+        (Some(_), None) => Verdict::Missing,
+        (Some(b), Some(m)) if m == b => Verdict::Unchanged,
+        (Some(b), Some(m)) if m < b => Verdict::Improved,
+        (Some(b), Some(m)) if tolerance.allows(b, m - b) => Verdict::WithinTolerance,
+        _ => Verdict::Regressed,
+    }
+}
+
+/// Compares every record of `results` with its baseline from `source`.
+pub fn compare(results: &Results, source: &Source, policy: &Policy) -> Result<Comparison, BaselineError> {
+    let mut baselines: BTreeMap<(String, String), Option<BaselineFile>> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for record in &results.records {
+        let key = (record.board.clone(), record.model.clone());
+        if !baselines.contains_key(&key) {
+            baselines.insert(key.clone(), source.load(&record.board, &record.model)?);
+        }
+        let approved = baselines[&key].as_ref().and_then(|b| b.scenario.get(&record.scenario));
+        let measured: BTreeMap<&str, i64> =
+            record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.as_str(), *v)).collect();
+        let mut names: Vec<&str> = measured.keys().copied().collect();
+        names.extend(approved.into_iter().flat_map(|a| a.keys().map(String::as_str)));
+        names.sort();
+        names.dedup();
+        for metric in names {
+            let baseline = approved.and_then(|a| a.get(metric)).copied();
+            let value = measured.get(metric).copied();
+            rows.push(Row {
+                board: record.board.clone(),
+                model: record.model.clone(),
+                scenario: record.scenario.clone(),
+                metric: metric.to_owned(),
+                baseline,
+                measured: value,
+                verdict: verdict(policy.tolerance(&record.board, metric), baseline, value),
+            });
+        }
+    }
+    let against = match source {
+        Source::WorkTree(_) => "work tree".to_owned(),
+        Source::Revision { rev, .. } => rev.clone(),
+    };
+    Ok(Comparison { against, rows })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts() {
+        let exact = Tolerance::default();
+        assert_eq!(verdict(exact, Some(100), Some(100)), Verdict::Unchanged);
+        assert_eq!(verdict(exact, Some(100), Some(99)), Verdict::Improved);
+        assert_eq!(verdict(exact, Some(100), Some(101)), Verdict::Regressed);
+        assert_eq!(verdict(exact, None, Some(1)), Verdict::New);
+        assert_eq!(verdict(exact, Some(1), None), Verdict::Missing);
+
+        let bytes = Tolerance { bytes: Some(16), percent: None };
+        assert_eq!(verdict(bytes, Some(100), Some(116)), Verdict::WithinTolerance);
+        assert_eq!(verdict(bytes, Some(100), Some(117)), Verdict::Regressed);
+        let percent = Tolerance { bytes: None, percent: Some(10) };
+        assert_eq!(verdict(percent, Some(1000), Some(1100)), Verdict::WithinTolerance);
+        assert_eq!(verdict(percent, Some(1000), Some(1101)), Verdict::Regressed);
+        let both = Tolerance { bytes: Some(50), percent: Some(10) };
+        assert_eq!(verdict(both, Some(1000), Some(1050)), Verdict::WithinTolerance);
+        assert_eq!(verdict(both, Some(1000), Some(1051)), Verdict::Regressed, "bytes limit");
+        assert_eq!(verdict(both, Some(100), Some(120)), Verdict::Regressed, "percent limit");
+    }
+
+    #[test]
+    fn board_overrides_win() {
+        let policy: Policy = strict_toml::parse(
+            Path::new("policy.toml"),
+            "[tolerance]\nrss_peak_bytes = { percent = 20 }\n[board.host.tolerance]\nrss_peak_bytes = { bytes = 4096 }\n",
+        )
+        .unwrap();
+        assert_eq!(policy.tolerance("qemu-m7", "rss_peak_bytes").percent, Some(20));
+        assert_eq!(policy.tolerance("host", "rss_peak_bytes"), Tolerance { bytes: Some(4096), percent: None });
+        assert_eq!(policy.tolerance("host", "stack_peak_bytes"), Tolerance::default());
+        let err =
+            strict_toml::parse::<Policy>(Path::new("policy.toml"), "[tolerance]\nx = { byte = 1 }\n").unwrap_err();
+        assert!(err.to_string().contains("unknown field `byte`"), "{err}");
+    }
+
+    #[test]
+    fn strictness() {
+        let row = |verdict| Row {
+            board: "b".into(),
+            model: "m".into(),
+            scenario: "s".into(),
+            metric: "x_bytes".into(),
+            baseline: Some(1),
+            measured: Some(1),
+            verdict,
+        };
+        let c = |v| Comparison { against: "work tree".into(), rows: vec![row(Verdict::Unchanged), row(v)] };
+        assert!(c(Verdict::Regressed).fails(false));
+        for v in [Verdict::New, Verdict::Missing, Verdict::Improved] {
+            assert!(!c(v).fails(false) && c(v).fails(true), "{v:?}");
+        }
+        assert!(!c(Verdict::WithinTolerance).fails(true));
+    }
+}
