@@ -10,8 +10,9 @@ use crate::baseline::{is_baselined, BaselineError, BaselineFile, Source};
 use crate::hil::Results;
 use crate::strict_toml::{self, TomlError};
 
-/// How much a metric may grow before it is a regression. With both limits,
-/// both must hold; with none, the metric must not grow at all.
+/// How much a noisy metric may move either way before it counts: more is a
+/// regression, less an improvement. With both limits, both must hold; with
+/// none, any change counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tolerance {
@@ -139,9 +140,12 @@ impl Comparison {
         })
     }
 
-    /// The rows that differ from their baseline, for one board and model.
+    /// The rows of one board and model that a new baseline would change
+    /// (noise within tolerance does not count).
     pub fn changes<'a>(&'a self, board: &'a str, model: &'a str) -> impl Iterator<Item = &'a Row> + 'a {
-        self.rows.iter().filter(move |r| r.board == board && r.model == model && r.verdict != Verdict::Unchanged)
+        self.rows.iter().filter(move |r| {
+            r.board == board && r.model == model && !matches!(r.verdict, Verdict::Unchanged | Verdict::WithinTolerance)
+        })
     }
 }
 
@@ -150,8 +154,8 @@ pub fn verdict(tolerance: Tolerance, baseline: Option<i64>, measured: Option<i64
         (None, _) => Verdict::New,
         (Some(_), None) => Verdict::Missing,
         (Some(b), Some(m)) if m == b => Verdict::Unchanged,
+        (Some(b), Some(m)) if tolerance.allows(b, (m - b).abs()) => Verdict::WithinTolerance,
         (Some(b), Some(m)) if m < b => Verdict::Improved,
-        (Some(b), Some(m)) if tolerance.allows(b, m - b) => Verdict::WithinTolerance,
         _ => Verdict::Regressed,
     }
 }
@@ -209,6 +213,8 @@ mod tests {
         let bytes = Tolerance { bytes: Some(16), percent: None };
         assert_eq!(verdict(bytes, Some(100), Some(116)), Verdict::WithinTolerance);
         assert_eq!(verdict(bytes, Some(100), Some(117)), Verdict::Regressed);
+        assert_eq!(verdict(bytes, Some(100), Some(84)), Verdict::WithinTolerance, "noise both ways");
+        assert_eq!(verdict(bytes, Some(100), Some(83)), Verdict::Improved);
         let percent = Tolerance { bytes: None, percent: Some(10) };
         assert_eq!(verdict(percent, Some(1000), Some(1100)), Verdict::WithinTolerance);
         assert_eq!(verdict(percent, Some(1000), Some(1101)), Verdict::Regressed);

@@ -95,6 +95,7 @@ pub fn run(args: Args) -> Result<i32> {
     let policy = Policy::load(&baselines_dir)?;
 
     let results = hil::run(&ws, &options, &show_progress)?;
+    let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
     let out = args.out.unwrap_or_else(|| ws.results_dir());
     let written = || -> std::io::Result<()> {
@@ -106,6 +107,11 @@ pub fn run(args: Args) -> Result<i32> {
     };
     written().with_context(|| format!("cannot write the results into {}", out.display()))?;
     let pending = baseline::write_pending(&results, &comparison, &source, &out)?;
+    eprintln!(
+        "compared {} figures and wrote the reports in {:.1} ms",
+        comparison.rows.len(),
+        started.elapsed().as_secs_f64() * 1000.0
+    );
 
     match args.format {
         Format::Table => println!("{}\n\n{}", report::table(&results), report::comparison_table(&comparison)),

@@ -5,4 +5,5 @@ mod failures;
 mod firmware_runs;
 mod real_boards;
 mod scenarios;
+mod snapshots;
 mod support;

@@ -1,0 +1,111 @@
+//! The rendered outputs against the files in `harness/tests/snapshots/`. After
+//! an intended change of format, bless the new renderings with
+//! `HILMEM_BLESS=1 cargo xtask test -- snapshot` and review the diff.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use harness::compare::{Comparison, Row, Verdict};
+use harness::hil::{Failed, Results, RESULTS_FORMAT};
+use harness::measurement::{Check, Measurement};
+use harness::report;
+
+fn check(rendered: &str, name: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    if std::env::var_os("HILMEM_BLESS").is_some() {
+        std::fs::write(&path, rendered).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; bless it", path.display()));
+    assert!(
+        rendered == expected,
+        "{name} changed; if intended, bless it with `HILMEM_BLESS=1 cargo xtask test -- snapshot`\n--- expected\n{expected}\n--- rendered\n{rendered}"
+    );
+}
+
+fn fixture() -> (Results, Comparison) {
+    let metrics = |used: i64, stack: i64| {
+        BTreeMap::from([
+            ("arena_used_bytes".to_owned(), used),
+            ("flash_bytes".to_owned(), 177_796),
+            ("heap_peak_bytes".to_owned(), 64),
+            ("model_bytes".to_owned(), 2512),
+            ("stack_peak_bytes".to_owned(), stack),
+            ("static_ram_bytes".to_owned(), 34_612),
+        ])
+    };
+    let pass = |name: &str| Check { name: name.into(), passed: true, detail: "class 1, expected 1".into() };
+    let results = Results {
+        format: RESULTS_FORMAT,
+        commit: Some("c9888c243e29df113a35605ffe72544f64f6782b".into()),
+        boards: vec!["qemu-m7".into()],
+        images: vec![],
+        records: vec![
+            Measurement {
+                board: "qemu-m7".into(),
+                model: "hello_world".into(),
+                scenario: "single-frame".into(),
+                metrics: metrics(1480, 2016),
+                notes: BTreeMap::new(),
+                checks: vec![pass("output for x-0")],
+            },
+            Measurement {
+                board: "qemu-m7".into(),
+                model: "hello_world".into(),
+                scenario: "concurrent-ota".into(),
+                metrics: metrics(1472, 2520),
+                notes: BTreeMap::from([("ota_gate".into(), "rejected: needs 7024 bytes of tensor arena, the firmware has 3072".into())]),
+                checks: vec![Check { name: "output for x-0".into(), passed: false, detail: "value 0.5000, expected 0 ± 0.1".into() }],
+            },
+        ],
+        failed: vec![Failed {
+            board: "qemu-m7".into(),
+            model: "person_detection".into(),
+            scenario: "stream".into(),
+            error: "board `qemu-m7`, model `person_detection`, scenario `stream`: the firmware hit a HardFault\nlast lines...".into(),
+        }],
+    };
+    let row = |scenario: &str, metric: &str, baseline: Option<i64>, measured: Option<i64>, verdict| Row {
+        board: "qemu-m7".into(),
+        model: "hello_world".into(),
+        scenario: scenario.into(),
+        metric: metric.into(),
+        baseline,
+        measured,
+        verdict,
+    };
+    let comparison = Comparison {
+        against: "HEAD~1".into(),
+        rows: vec![
+            row("single-frame", "arena_used_bytes", Some(1472), Some(1480), Verdict::Regressed),
+            row("single-frame", "stack_peak_bytes", Some(2000), Some(2016), Verdict::WithinTolerance),
+            row("single-frame", "static_ram_bytes", Some(34_700), Some(34_612), Verdict::Improved),
+            row("single-frame", "flash_bytes", Some(177_796), Some(177_796), Verdict::Unchanged),
+            row("concurrent-ota", "heap_peak_bytes", None, Some(64), Verdict::New),
+            row("concurrent-ota", "pool_log_peak_bytes", Some(0), None, Verdict::Missing),
+        ],
+    };
+    (results, comparison)
+}
+
+#[test]
+fn snapshot_terminal_tables() {
+    let (results, comparison) = fixture();
+    check(&format!("{}\n\n{}\n", report::table(&results), report::comparison_table(&comparison)), "table.txt");
+}
+
+#[test]
+fn snapshot_markdown() {
+    let (results, comparison) = fixture();
+    check(&report::markdown(&results, &comparison), "report.md");
+}
+
+#[test]
+fn snapshot_junit() {
+    let (results, comparison) = fixture();
+    let lenient = report::junit(&results, &comparison, false);
+    check(&lenient, "junit.xml");
+    // Strict also fails on the missing figure.
+    let strict = report::junit(&results, &comparison, true);
+    assert!(strict.contains("pool_log_peak_bytes") && !lenient.contains("pool_log_peak_bytes"), "{strict}");
+}

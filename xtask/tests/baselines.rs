@@ -1,0 +1,236 @@
+//! Baselines in real (temporary) git repositories, through the command line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use git2::{Repository, Signature};
+
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// A git repository with `baselines/qemu-m7/hello_world.toml` (the
+/// repository's own, with arena_used_bytes of single-frame set to `used`)
+/// committed.
+struct Repo {
+    dir: tempfile::TempDir,
+    repo: Repository,
+}
+
+const APPROVED: &str = include_str!("../../baselines/qemu-m7/hello_world.toml");
+
+impl Repo {
+    fn new(used: i64) -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let mut config = repo.config().unwrap();
+        config.set_str("user.name", "Test Reviewer").unwrap();
+        config.set_str("user.email", "reviewer@example.com").unwrap();
+        let repo_dir = Repo { dir, repo };
+        repo_dir.write_baseline(used);
+        repo_dir.commit_all("first baselines");
+        repo_dir
+    }
+
+    fn baselines(&self) -> PathBuf {
+        self.dir.path().join("baselines")
+    }
+
+    fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+
+    fn file(&self) -> PathBuf {
+        self.baselines().join("qemu-m7/hello_world.toml")
+    }
+
+    fn write_baseline(&self, used: i64) {
+        let original = "[scenario.single-frame]\narena_capacity_bytes = 3072\narena_head_bytes = 48\narena_tail_bytes = 1424\narena_touched_bytes = 2676\narena_used_bytes = 1472\n";
+        assert!(APPROVED.contains(original), "the repository's baseline changed; update this test");
+        let text = APPROVED
+            .replace(original, &original.replace("arena_used_bytes = 1472", &format!("arena_used_bytes = {used}")));
+        std::fs::create_dir_all(self.file().parent().unwrap()).unwrap();
+        std::fs::write(self.file(), text).unwrap();
+    }
+
+    fn commit_all(&self, message: &str) {
+        let mut index = self.repo.index().unwrap();
+        index.add_all(["*"], git2::IndexAddOption::DEFAULT, None).unwrap();
+        index.write().unwrap();
+        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("Test", "test@example.com").unwrap();
+        let parents: Vec<git2::Commit> =
+            self.repo.head().ok().and_then(|h| h.peel_to_commit().ok()).into_iter().collect();
+        let parents: Vec<&git2::Commit> = parents.iter().collect();
+        self.repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents).unwrap();
+    }
+
+    fn hil(&self, extra: &[&str]) -> Output {
+        let (b, o) = (self.baselines(), self.out());
+        let mut args = vec!["hil", "--model", "hello_world", "--scenario", "single-frame"];
+        args.extend(["--baselines", b.to_str().unwrap(), "--out", o.to_str().unwrap()]);
+        args.extend(extra);
+        xtask(&args)
+    }
+
+    fn baseline(&self, extra: &[&str]) -> Output {
+        let (b, o) = (self.baselines(), self.out());
+        let mut args = vec!["baseline", "--baselines", b.to_str().unwrap(), "--results", o.to_str().unwrap()];
+        args.extend(extra);
+        xtask(&args)
+    }
+
+    fn head(&self) -> git2::Commit<'_> {
+        self.repo.head().unwrap().peel_to_commit().unwrap()
+    }
+}
+
+/// Every file under `dir` with its contents.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_lowered_baseline_is_a_regression_a_tolerance_forgives_it_and_runs_never_write_baselines() {
+    let repo = Repo::new(1470);
+    let before = snapshot(&repo.baselines());
+    let out = repo.hil(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let text = text(&out);
+    let row = text
+        .lines()
+        .find(|l| l.contains("arena_used_bytes") && l.contains("REGRESSED"))
+        .unwrap_or_else(|| panic!("{text}"));
+    for part in ["qemu-m7", "hello_world", "single-frame", "1470", "1472", "+2"] {
+        assert!(row.contains(part), "{part} missing from: {row}");
+    }
+    assert!(repo.out().join("pending/qemu-m7/hello_world.toml").is_file());
+    let junit = std::fs::read_to_string(repo.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("failures=\"1\"") && junit.contains("arena_used_bytes"), "{junit}");
+
+    std::fs::write(repo.baselines().join("policy.toml"), "[tolerance]\narena_used_bytes = { bytes = 8 }\n").unwrap();
+    let before_with_policy = snapshot(&repo.baselines());
+    let out = repo.hil(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", self::text(&out));
+    assert!(self::text(&out).lines().any(|l| l.contains("arena_used_bytes") && l.contains("within tolerance")));
+    assert_eq!(snapshot(&repo.baselines()), before_with_policy, "a run wrote into baselines/");
+    assert_ne!(before, before_with_policy);
+}
+
+#[test]
+fn approving_commits_exactly_the_baselines_and_history_and_against_read_git() {
+    let repo = Repo::new(1470);
+    assert_eq!(repo.hil(&[]).status.code(), Some(1));
+
+    // Unrelated work in progress: a staged change and an untracked file.
+    std::fs::write(repo.dir.path().join("notes.txt"), "staged, not for the baseline commit").unwrap();
+    let mut index = repo.repo.index().unwrap();
+    index.add_path(Path::new("notes.txt")).unwrap();
+    index.write().unwrap();
+    std::fs::write(repo.dir.path().join("scratch.txt"), "untracked").unwrap();
+
+    let first = repo.head().id();
+    let out = repo.baseline(&["approve", "--all", "--commit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let head = repo.head();
+    assert_eq!(head.parent_id(0).unwrap(), first, "exactly one new commit");
+    let diff = repo
+        .repo
+        .diff_tree_to_tree(Some(&head.parent(0).unwrap().tree().unwrap()), Some(&head.tree().unwrap()), None)
+        .unwrap();
+    let touched: Vec<_> = diff.deltas().map(|d| d.new_file().path().unwrap().to_owned()).collect();
+    assert_eq!(touched, [PathBuf::from("baselines/qemu-m7/hello_world.toml")]);
+    let message = head.message().unwrap();
+    assert!(message.contains("`arena_used_bytes` | 1470 | 1472 | +2"), "{message}");
+    assert!(message.contains("Approved-by: Test Reviewer <reviewer@example.com>"), "{message}");
+    // The unrelated change is still staged, and not committed.
+    let status = repo.repo.status_file(Path::new("notes.txt")).unwrap();
+    assert!(status.contains(git2::Status::INDEX_NEW), "{status:?}");
+    assert!(!repo.out().join("pending/qemu-m7/hello_world.toml").exists(), "approved candidates are consumed");
+
+    // Now the run matches, and against the previous commit it regresses,
+    // without the work tree changing.
+    assert_eq!(repo.hil(&[]).status.code(), Some(0));
+    let work_tree = std::fs::read(repo.file()).unwrap();
+    let out = repo.hil(&["--against", "HEAD~1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("against baselines in HEAD~1: 1 REGRESSED"), "{}", text(&out));
+    assert_eq!(std::fs::read(repo.file()).unwrap(), work_tree);
+    assert!(repo.repo.status_file(Path::new("baselines/qemu-m7/hello_world.toml")).unwrap().is_empty());
+
+    let out =
+        repo.baseline(&["history", "--board", "qemu-m7", "--model", "hello_world", "--metric", "arena_used_bytes"]);
+    let values: Vec<&str> = std::str::from_utf8(&out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("single-frame"))
+        .filter_map(|l| l.split('│').nth(5).map(str::trim))
+        .collect();
+    assert_eq!(values, ["1470", "1472"], "{}", text(&out));
+
+    let out = repo.baseline(&["diff", "--against", "HEAD~1"]);
+    assert!(
+        text(&out).contains("| qemu-m7 | hello_world | single-frame | `arena_used_bytes` | 1470 | 1472 | +2 |"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn approving_refuses_baselines_with_uncommitted_edits() {
+    let repo = Repo::new(1470);
+    assert_eq!(repo.hil(&[]).status.code(), Some(1));
+    repo.write_baseline(1400); // a hand edit, not committed
+    let first = repo.head().id();
+    let out = repo.baseline(&["approve", "--all", "--commit"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("uncommitted changes to baseline files (baselines/qemu-m7/hello_world.toml)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(repo.head().id(), first);
+}
+
+#[test]
+fn damaged_baselines_stop_the_run_naming_file_and_key() {
+    let repo = Repo::new(1472);
+    let good = std::fs::read_to_string(repo.file()).unwrap();
+    // Cut inside a line, as an interrupted copy leaves a file.
+    let cut = good.find("[scenario.single-frame]").unwrap() + "[scenario.single-frame]\narena_cap".len();
+    let cases = [
+        (good[..cut].to_owned(), "line"),
+        (
+            good.replace("arena_used_bytes = 1472", "arena_used_bytes = \"lots\""),
+            "key `scenario.concurrent-ota.arena_used_bytes`",
+        ),
+        (good.replace("[meta]", "[meta]\nreviewed = true"), "unknown field `reviewed`"),
+    ];
+    for (text, expected) in cases {
+        std::fs::write(repo.file(), text).unwrap();
+        let out = repo.hil(&[]);
+        assert_eq!(out.status.code(), Some(2), "{}", self::text(&out));
+        assert!(
+            self::text(&out).contains("baselines/qemu-m7/hello_world.toml") && self::text(&out).contains(expected),
+            "{}",
+            self::text(&out)
+        );
+    }
+}
