@@ -113,6 +113,11 @@ fn include_dirs(root: &Path) -> Vec<PathBuf> {
 
 fn configured(mut build: cc::Build, includes: &[PathBuf]) -> cc::Build {
     build.includes(includes).flag("-w").warnings(false);
+    // Source paths end up in the image (TFLM's error messages quote
+    // __FILE__): make them independent of where the tree lives, so the same
+    // sources give the same image on every machine.
+    build.flag(format!("-ffile-prefix-map={}=tflm", includes[0].display()));
+    build.flag(format!("-ffile-prefix-map={}=tflm-sys", env::var("CARGO_MANIFEST_DIR").unwrap()));
     for flag in COMMON_FLAGS {
         build.flag(flag);
     }

@@ -44,6 +44,8 @@ pub struct Meta {
     pub model_sha256: String,
     /// The TFLM source the firmware was built from.
     pub tflm: String,
+    /// The Rust compiler that built it.
+    pub rustc: String,
     /// Build settings that change the figures.
     pub target: String,
     pub arena_bytes: u32,
@@ -420,6 +422,7 @@ mod tests {
                 model: "hello_world".into(),
                 model_sha256: "ab".into(),
                 tflm: "tfmicro-0.1.0".into(),
+                rustc: "rustc 1.95.0".into(),
                 target: "thumbv7em-none-eabihf".into(),
                 arena_bytes: 3072,
                 measured_at_commit: "0123abcd".into(),

@@ -160,6 +160,33 @@ fn features(board: &Board) -> Vec<&'static str> {
     }
 }
 
+/// The user's RUSTFLAGS plus path remapping: panic messages carry source
+/// paths, and an image must not depend on where the checkout or cargo's
+/// registry happen to be.
+fn rustflags(ws: &Workspace) -> String {
+    let mut flags: Vec<String> =
+        std::env::var("RUSTFLAGS").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    flags.push(format!("--remap-path-prefix={}=hilmem", ws.root().display()));
+    if let Some(home) = cargo_home {
+        flags.push(format!("--remap-path-prefix={}=cargo-home", home.display()));
+    }
+    flags.join("\x1f")
+}
+
+/// The Rust compiler that builds the firmware (`rustc --version`).
+pub fn rustc_version(ws: &Workspace) -> String {
+    Command::new("rustc")
+        .current_dir(ws.root())
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
@@ -240,7 +267,8 @@ pub fn build(
         .arg(&cargo_dir)
         .args(variant.cargo_args(board))
         .env("HILMEM_BUILD_CONFIG", &config_dir)
-        .env("HILMEM_TFLM_CACHE", ws.tflm_cache());
+        .env("HILMEM_TFLM_CACHE", ws.tflm_cache())
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags(ws));
     run_cargo(command, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
 
     let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");

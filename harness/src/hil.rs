@@ -158,12 +158,13 @@ pub struct Image {
     pub model: String,
     pub model_sha256: String,
     pub tflm: String,
+    pub rustc: String,
     pub target: String,
     pub arena_bytes: u32,
 }
 
 impl Image {
-    fn of(board: &Board, model: &ModelSpec) -> Result<Image, RunError> {
+    fn of(board: &Board, model: &ModelSpec, rustc: &str) -> Result<Image, RunError> {
         use sha2::{Digest, Sha256};
         let bytes = model.read().map_err(BuildError::from)?;
         let sha: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
@@ -172,6 +173,7 @@ impl Image {
             model: model.name.clone(),
             model_sha256: sha,
             tflm: firmware::tflm_source(),
+            rustc: rustc.to_owned(),
             target: board.target.clone(),
             arena_bytes: model.arena_bytes,
         })
@@ -184,6 +186,7 @@ impl Image {
             model: self.model.clone(),
             model_sha256: self.model_sha256.clone(),
             tflm: self.tflm.clone(),
+            rustc: self.rustc.clone(),
             target: self.target.clone(),
             arena_bytes: self.arena_bytes,
             measured_at_commit: results.commit.clone().unwrap_or_default(),
@@ -249,6 +252,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
         return Err(ConfigError::TooFewFrames(options.frames));
     }
 
+    let rustc = firmware::rustc_version(ws);
     let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
     let outcomes = Mutex::new(Vec::new());
     let images = Mutex::new(Vec::new());
@@ -257,7 +261,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
             scope.spawn(|| loop {
                 let Some(board) = queue.lock().unwrap().pop_front() else { break };
                 for model in &models {
-                    let (image, runs) = measure(ws, board, model, options, progress);
+                    let (image, runs) = measure(ws, board, model, &rustc, options, progress);
                     images.lock().unwrap().extend(image);
                     for (scenario, outcome) in runs {
                         outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
@@ -312,10 +316,11 @@ fn measure(
     ws: &Workspace,
     board: &Board,
     model: &ModelSpec,
+    rustc: &str,
     options: &Options,
     progress: &(dyn Fn(Event) + Sync),
 ) -> Measured {
-    let built = image(ws, board, model, options, progress).and_then(|i| Ok((i, Image::of(board, model)?)));
+    let built = image(ws, board, model, options, progress).and_then(|i| Ok((i, Image::of(board, model, rustc)?)));
     let scenarios = options.scenarios.iter();
     let ((firmware, sizes), info) = match built {
         Ok(built) => built,
