@@ -164,26 +164,25 @@ pub fn pending(results: &Path) -> Result<Vec<(String, String, PathBuf)>, Baselin
 }
 
 /// Writes the pending candidates of a run into `<results>/pending/`: for each
-/// board and model with a changed figure, its baseline with the measured
-/// scenarios replaced. Candidates of earlier runs are removed first.
+/// board and model with a changed figure, the measured figures of the
+/// scenarios that changed (approval merges them into the baseline).
+/// Candidates of earlier runs are removed first.
 pub fn write_pending(
     results: &Results,
     comparison: &Comparison,
-    source: &Source,
     results_dir: &Path,
 ) -> Result<Vec<PathBuf>, BaselineError> {
     let dir = pending_dir(results_dir);
     let _ = std::fs::remove_dir_all(&dir);
     let mut written = Vec::new();
     for image in &results.images {
-        if comparison.changes(&image.board, &image.model).next().is_none() {
+        let changed: Vec<&str> = comparison.changes(&image.board, &image.model).map(|r| r.scenario.as_str()).collect();
+        if changed.is_empty() {
             continue;
         }
-        let mut file = source
-            .load(&image.board, &image.model)?
-            .unwrap_or_else(|| BaselineFile { meta: image.meta(results), scenario: BTreeMap::new() });
-        file.meta = image.meta(results);
-        for record in results.records.iter().filter(|r| r.board == image.board && r.model == image.model) {
+        let mut file = BaselineFile { meta: image.meta(results), scenario: BTreeMap::new() };
+        let records = results.records.iter().filter(|r| r.board == image.board && r.model == image.model);
+        for record in records.filter(|r| changed.contains(&r.scenario.as_str())) {
             let figures = record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.clone(), *v));
             file.scenario.insert(record.scenario.clone(), figures.collect());
         }

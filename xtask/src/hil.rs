@@ -106,7 +106,7 @@ pub fn run(args: Args) -> Result<i32> {
         fsutil::write_atomic(&out.join("junit.xml"), report::junit(&results, &comparison, args.strict).as_bytes())
     };
     written().with_context(|| format!("cannot write the results into {}", out.display()))?;
-    let pending = baseline::write_pending(&results, &comparison, &source, &out)?;
+    let pending = baseline::write_pending(&results, &comparison, &out)?;
     eprintln!(
         "compared {} figures and wrote the reports in {:.1} ms",
         comparison.rows.len(),

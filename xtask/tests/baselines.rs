@@ -234,3 +234,36 @@ fn damaged_baselines_stop_the_run_naming_file_and_key() {
         );
     }
 }
+
+#[test]
+fn review_asks_about_each_change_and_does_what_it_is_told() {
+    use std::io::Write;
+    let repo = Repo::new(1470);
+    assert_eq!(repo.hil(&[]).status.code(), Some(1));
+    let (b, o) = (repo.baselines(), repo.out());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["baseline", "--baselines", b.to_str().unwrap(), "--results", o.to_str().unwrap(), "review"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Skip first: the candidate stays pending and the baseline is untouched.
+    child.stdin.take().unwrap().write_all(b"s\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("qemu-m7/hello_world single-frame: [a]ccept, [r]eject, [s]kip?"), "{}", text(&out));
+    assert!(std::fs::read_to_string(repo.file()).unwrap().contains("arena_used_bytes = 1470"));
+    assert!(repo.out().join("pending/qemu-m7/hello_world.toml").exists());
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["baseline", "--baselines", b.to_str().unwrap(), "--results", o.to_str().unwrap(), "review"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"a\n").unwrap();
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(0));
+    assert!(std::fs::read_to_string(repo.file()).unwrap().contains("arena_used_bytes = 1472"));
+    assert!(!repo.out().join("pending/qemu-m7/hello_world.toml").exists());
+}
