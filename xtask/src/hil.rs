@@ -49,7 +49,9 @@ pub struct Args {
     /// Directory of the approved baselines [default: baselines/ at the repository root].
     #[arg(long)]
     baselines: Option<std::path::PathBuf>,
-    /// Compare with the baselines as committed at this git revision instead of the work tree.
+    /// Compare with the baselines as committed at this git revision instead of
+    /// the work tree; `auto`: on a pull request (GITHUB_BASE_REF set), the merge
+    /// base with its target branch, otherwise the work tree.
     #[arg(long)]
     against: Option<String>,
     /// Also fail on new, missing and improved figures.
@@ -88,7 +90,7 @@ pub fn run(args: Args) -> Result<i32> {
         options.run.probe = Some(Selector::parse(probe)?);
     }
     let baselines_dir = args.baselines.unwrap_or_else(|| ws.baselines_dir());
-    let source = match args.against {
+    let source = match resolve_against(&ws, args.against)? {
         Some(rev) => Source::Revision { dir: baselines_dir.clone(), rev },
         None => Source::WorkTree(baselines_dir.clone()),
     };
@@ -134,6 +136,17 @@ pub fn run(args: Args) -> Result<i32> {
     } else {
         exit::OK
     })
+}
+
+/// The revision `--against` names, with `auto` resolved.
+fn resolve_against(ws: &Workspace, against: Option<String>) -> Result<Option<String>> {
+    match against.as_deref() {
+        Some("auto") => match std::env::var("GITHUB_BASE_REF").ok().filter(|b| !b.is_empty()) {
+            Some(base) => Ok(Some(harness::gitrepo::merge_base(ws.root(), &format!("origin/{base}"))?)),
+            None => Ok(None),
+        },
+        _ => Ok(against),
+    }
 }
 
 fn shown(ws: &Workspace, path: &std::path::Path) -> String {

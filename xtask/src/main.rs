@@ -4,9 +4,11 @@
 mod baseline;
 mod bench;
 mod boards;
+mod ci;
 mod doctor;
 mod exit;
 mod hil;
+mod matrix;
 mod test;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +28,10 @@ enum Command {
     Baseline(baseline::Args),
     /// Time a full emulated run against bare QEMU runs of the same images.
     Bench(bench::Args),
+    /// Exactly what CI runs: formatting, lints, workflow files, tests, and every emulated board against the baselines.
+    Ci(ci::Args),
+    /// The CI job matrix of the boards, as JSON.
+    Matrix(matrix::Args),
     /// List the board profiles and the probes and serial ports attached now.
     Boards,
     /// Check (and install where possible) the toolchain the firmware needs.
@@ -41,6 +47,8 @@ fn main() {
         Command::Baseline(args) => baseline::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Boards => boards::run(),
+        Command::Ci(args) => ci::run(args),
+        Command::Matrix(args) => matrix::run(args),
         Command::Doctor => doctor::run(),
         Command::Test(args) => test::run(args),
     };
