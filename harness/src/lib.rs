@@ -23,6 +23,8 @@ pub mod report;
 pub mod runner;
 pub mod session;
 pub mod strict_toml;
+pub mod tflite;
+pub mod tflm_ops;
 pub mod workspace;
 
 pub use workspace::Workspace;

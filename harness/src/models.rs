@@ -20,6 +20,8 @@ pub enum ModelsError {
     Read { model: String, path: PathBuf, source: std::io::Error },
     #[error("model `{model}`: {path} is not a TFLite flatbuffer ({why})")]
     NotTflite { model: String, path: PathBuf, why: String },
+    #[error("model `{model}`: the bundled TFLM (May 2020) does not register {ops}; {path} needs a newer TFLM or a model converted for this one")]
+    Unsupported { model: String, path: PathBuf, ops: String },
 }
 
 /// One model to measure.
@@ -272,25 +274,28 @@ pub fn select(models: Vec<ModelSpec>, names: &[String], file: &Path) -> Result<V
 }
 
 impl ModelSpec {
-    /// The model's bytes, after the cheap checks that catch a wrong file
-    /// before anything is built: readable, and a flatbuffer with the `TFL3`
-    /// identifier. TFLM's verifier on the target checks the rest.
+    /// The model's bytes, after the checks that catch a bad file before
+    /// anything is built: a readable, well-formed TFLite flatbuffer whose
+    /// operators the bundled TFLM registers. TFLM's own verifier on the
+    /// target checks again.
     pub fn read(&self) -> Result<Vec<u8>, ModelsError> {
         let bytes = std::fs::read(&self.file).map_err(|source| ModelsError::Read {
             model: self.name.clone(),
             path: self.file.clone(),
             source,
         })?;
-        let not = |why: &str| ModelsError::NotTflite {
+        let model = crate::tflite::read(&bytes).map_err(|e| ModelsError::NotTflite {
             model: self.name.clone(),
             path: self.file.clone(),
-            why: why.to_owned(),
-        };
-        if bytes.len() < 8 {
-            return Err(not(&format!("{} bytes is too short", bytes.len())));
-        }
-        if &bytes[4..8] != b"TFL3" {
-            return Err(not("the file identifier is not `TFL3`"));
+            why: e.to_string(),
+        })?;
+        let missing = crate::tflite::unsupported(&model);
+        if !missing.is_empty() {
+            return Err(ModelsError::Unsupported {
+                model: self.name.clone(),
+                path: self.file.clone(),
+                ops: missing.join(", "),
+            });
         }
         Ok(bytes)
     }

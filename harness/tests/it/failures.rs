@@ -69,13 +69,16 @@ fn models_tflm_cannot_load_are_reported_by_name() {
     assert!(results.records.is_empty(), "{:?}", results.records);
     let error = |name: &str| results.failed.iter().find(|f| f.model == name).unwrap().error.clone();
 
+    // Refused before anything is built, by hilmem's own flatbuffer reader
+    // and its table of the operators the bundled TFLM registers.
     for name in ["corrupt", "truncated"] {
         let e = error(name);
-        assert!(e.contains(&format!("model `{name}`")) && e.contains("TFLM could not load the model"), "{e}");
-        assert!(e.contains("not a valid TFLite flatbuffer"), "{e}");
+        assert!(e.contains(&format!("model `{name}`")) && e.contains("is not a TFLite flatbuffer ("), "{e}");
     }
     let e = error("missing_op");
-    assert!(e.contains("model `missing_op`") && e.contains("SHAPE"), "{e}");
+    // hello_world's FULLY_CONNECTED is version 4; SHAPE keeps that version.
+    assert!(e.contains("model `missing_op`") && e.contains("does not register SHAPE v4"), "{e}");
+    // TFLM itself refuses an arena that is too small.
     let e = error("tiny_arena");
     assert!(e.contains("model `tiny_arena`") && e.contains("TFLM could not load the model"), "{e}");
 }

@@ -1,0 +1,413 @@
+//! A reader for `.tflite` flatbuffers that trusts nothing: every offset, length
+//! and table is checked against the buffer before it is followed, so a
+//! truncated, corrupt or hostile file is an error, never a panic or an
+//! out-of-bounds read. It reads what hilmem needs: the schema version, the
+//! operator codes (with versions), and each subgraph's tensors and operators.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// Where in the model the reader was.
+    pub at: &'static str,
+    pub why: String,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.at, self.why)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Longest vector the reader accepts; a model with more elements than bytes
+/// is corrupt anyway.
+const MAX_VECTOR: usize = 1 << 24;
+
+#[derive(Clone, Copy)]
+struct Buf<'a> {
+    data: &'a [u8],
+    at: &'static str,
+}
+
+impl<'a> Buf<'a> {
+    fn err(&self, why: impl Into<String>) -> ReadError {
+        ReadError { at: self.at, why: why.into() }
+    }
+
+    fn bytes(&self, pos: usize, len: usize) -> Result<&'a [u8], ReadError> {
+        pos.checked_add(len).and_then(|end| self.data.get(pos..end)).ok_or_else(|| {
+            self.err(format!("{len} bytes at offset {pos} are past the end ({} bytes)", self.data.len()))
+        })
+    }
+
+    fn u8(&self, pos: usize) -> Result<u8, ReadError> {
+        Ok(self.bytes(pos, 1)?[0])
+    }
+
+    fn u16(&self, pos: usize) -> Result<u16, ReadError> {
+        Ok(u16::from_le_bytes(self.bytes(pos, 2)?.try_into().unwrap()))
+    }
+
+    fn u32(&self, pos: usize) -> Result<u32, ReadError> {
+        Ok(u32::from_le_bytes(self.bytes(pos, 4)?.try_into().unwrap()))
+    }
+
+    fn i32(&self, pos: usize) -> Result<i32, ReadError> {
+        Ok(self.u32(pos)? as i32)
+    }
+
+    /// Follows the unsigned offset stored at `pos`.
+    fn follow(&self, pos: usize) -> Result<usize, ReadError> {
+        let offset = self.u32(pos)? as usize;
+        let target = pos.checked_add(offset).ok_or_else(|| self.err("offset overflows"))?;
+        if target >= self.data.len() {
+            return Err(self.err(format!("offset at {pos} points past the end")));
+        }
+        Ok(target)
+    }
+
+    fn at(self, at: &'static str) -> Buf<'a> {
+        Buf { at, ..self }
+    }
+}
+
+/// A table: its position and its vtable, both checked.
+#[derive(Clone, Copy)]
+struct Table<'a> {
+    buf: Buf<'a>,
+    pos: usize,
+    vtable: usize,
+    vtable_len: usize,
+}
+
+impl<'a> Table<'a> {
+    fn at(buf: Buf<'a>, pos: usize) -> Result<Table<'a>, ReadError> {
+        if pos % 4 != 0 {
+            return Err(buf.err(format!("table at {pos} is not 4-byte aligned")));
+        }
+        let soffset = buf.i32(pos)? as i64;
+        let vtable = pos as i64 - soffset;
+        if vtable < 0 || vtable as usize % 2 != 0 {
+            return Err(buf.err(format!("table at {pos} has a bad vtable offset")));
+        }
+        let vtable = vtable as usize;
+        let vtable_len = buf.u16(vtable)? as usize;
+        let table_len = buf.u16(vtable + 2)? as usize;
+        if vtable_len < 4 || vtable_len % 2 != 0 {
+            return Err(buf.err(format!("vtable at {vtable} has a bad size {vtable_len}")));
+        }
+        buf.bytes(vtable, vtable_len)?;
+        buf.bytes(pos, table_len.max(4))?;
+        Ok(Table { buf, pos, vtable, vtable_len })
+    }
+
+    /// Position of field `index`, if present.
+    fn field(&self, index: usize) -> Result<Option<usize>, ReadError> {
+        let entry = 4 + 2 * index;
+        if entry + 2 > self.vtable_len {
+            return Ok(None);
+        }
+        match self.buf.u16(self.vtable + entry)? as usize {
+            0 => Ok(None),
+            offset => Ok(Some(self.pos + offset)),
+        }
+    }
+
+    fn scalar_u8(&self, index: usize, default: u8) -> Result<u8, ReadError> {
+        self.field(index)?.map_or(Ok(default), |p| self.buf.u8(p))
+    }
+
+    fn scalar_i32(&self, index: usize, default: i32) -> Result<i32, ReadError> {
+        self.field(index)?.map_or(Ok(default), |p| self.buf.i32(p))
+    }
+
+    fn scalar_u32(&self, index: usize, default: u32) -> Result<u32, ReadError> {
+        self.field(index)?.map_or(Ok(default), |p| self.buf.u32(p))
+    }
+
+    /// A vector field: (position of the first element, length), checked to
+    /// fit `element` bytes per element.
+    fn vector(&self, index: usize, element: usize) -> Result<Option<(usize, usize)>, ReadError> {
+        let Some(field) = self.field(index)? else { return Ok(None) };
+        let start = self.buf.follow(field)?;
+        let len = self.buf.u32(start)? as usize;
+        if len > MAX_VECTOR {
+            return Err(self.buf.err(format!("vector of {len} elements")));
+        }
+        self.buf.bytes(start + 4, len * element)?;
+        Ok(Some((start + 4, len)))
+    }
+
+    fn tables(&self, index: usize) -> Result<Vec<Table<'a>>, ReadError> {
+        let Some((first, len)) = self.vector(index, 4)? else { return Ok(Vec::new()) };
+        (0..len).map(|i| Table::at(self.buf, self.buf.follow(first + 4 * i)?)).collect()
+    }
+
+    fn i32s(&self, index: usize) -> Result<Vec<i32>, ReadError> {
+        let Some((first, len)) = self.vector(index, 4)? else { return Ok(Vec::new()) };
+        (0..len).map(|i| self.buf.i32(first + 4 * i)).collect()
+    }
+
+    fn string(&self, index: usize) -> Result<Option<String>, ReadError> {
+        let Some((first, len)) = self.vector(index, 1)? else { return Ok(None) };
+        Ok(Some(String::from_utf8_lossy(self.buf.bytes(first, len)?).into_owned()))
+    }
+}
+
+/// A model's operator code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorCode {
+    pub builtin: i32,
+    pub custom: Option<String>,
+    pub version: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensor {
+    pub name: String,
+    pub shape: Vec<i32>,
+    /// `TensorType` code (0 float32, 2 int32, 3 uint8, 9 int8, ...).
+    pub kind: u8,
+    pub buffer: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operator {
+    pub opcode_index: u32,
+    pub inputs: Vec<i32>,
+    pub outputs: Vec<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subgraph {
+    pub tensors: Vec<Tensor>,
+    pub inputs: Vec<i32>,
+    pub outputs: Vec<i32>,
+    pub operators: Vec<Operator>,
+}
+
+/// What hilmem reads of a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub version: u32,
+    pub operator_codes: Vec<OperatorCode>,
+    pub subgraphs: Vec<Subgraph>,
+    /// Number of buffers.
+    pub buffers: usize,
+}
+
+/// Reads and checks a `.tflite` flatbuffer.
+pub fn read(data: &[u8]) -> Result<Model, ReadError> {
+    let buf = Buf { data, at: "file" };
+    if data.len() < 8 {
+        return Err(buf.err(format!("{} bytes is too short", data.len())));
+    }
+    if &data[4..8] != b"TFL3" {
+        return Err(buf.err("the file identifier is not `TFL3`"));
+    }
+    let model = Table::at(buf.at("model"), buf.follow(0)?)?;
+    let version = model.scalar_u32(0, 0)?;
+    let operator_codes = model
+        .tables(1)?
+        .into_iter()
+        .map(|t| {
+            Ok(OperatorCode {
+                builtin: i32::from(t.scalar_u8(0, 0)? as i8),
+                custom: t.string(1)?,
+                version: t.scalar_i32(2, 1)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ReadError>>()?;
+    let subgraphs = model
+        .tables(2)?
+        .into_iter()
+        .map(|sg| {
+            let sg = Table { buf: sg.buf.at("subgraph"), ..sg };
+            let tensors = sg
+                .tables(0)?
+                .into_iter()
+                .map(|t| {
+                    Ok(Tensor {
+                        shape: t.i32s(0)?,
+                        kind: t.scalar_u8(1, 0)?,
+                        buffer: t.scalar_u32(2, 0)?,
+                        name: t.string(3)?.unwrap_or_default(),
+                    })
+                })
+                .collect::<Result<Vec<_>, ReadError>>()?;
+            let operators = sg
+                .tables(3)?
+                .into_iter()
+                .map(|op| {
+                    Ok(Operator { opcode_index: op.scalar_u32(0, 0)?, inputs: op.i32s(1)?, outputs: op.i32s(2)? })
+                })
+                .collect::<Result<Vec<_>, ReadError>>()?;
+            Ok(Subgraph { tensors, inputs: sg.i32s(1)?, outputs: sg.i32s(2)?, operators })
+        })
+        .collect::<Result<Vec<_>, ReadError>>()?;
+    let buffers = model.vector(4, 4)?.map_or(0, |(_, len)| len);
+
+    // References between tables must land.
+    let invalid = |why: String| ReadError { at: "model", why };
+    for (s, sg) in subgraphs.iter().enumerate() {
+        let tensor_ok = |i: &i32| *i == -1 || (*i >= 0 && (*i as usize) < sg.tensors.len());
+        for op in &sg.operators {
+            if op.opcode_index as usize >= operator_codes.len() {
+                return Err(invalid(format!("subgraph {s}: operator code {} does not exist", op.opcode_index)));
+            }
+            if !op.inputs.iter().chain(&op.outputs).all(tensor_ok) {
+                return Err(invalid(format!("subgraph {s}: an operator names a tensor that does not exist")));
+            }
+        }
+        if !sg.inputs.iter().chain(&sg.outputs).all(tensor_ok) {
+            return Err(invalid(format!("subgraph {s}: an input or output tensor does not exist")));
+        }
+        if let Some(t) = sg.tensors.iter().find(|t| t.buffer as usize >= buffers.max(1)) {
+            return Err(invalid(format!("tensor `{}` names buffer {} of {buffers}", t.name, t.buffer)));
+        }
+    }
+    Ok(Model { version, operator_codes, subgraphs, buffers })
+}
+
+/// Name of a builtin operator code.
+pub fn builtin_name(code: i32) -> String {
+    crate::tflm_ops::BUILTIN_NAMES
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map_or_else(|| format!("builtin {code}"), |(_, name)| (*name).to_owned())
+}
+
+/// The model's operators that the bundled TFLM does not register, as
+/// `NAME vN`.
+pub fn unsupported(model: &Model) -> Vec<String> {
+    let mut missing: Vec<String> = model
+        .operator_codes
+        .iter()
+        .filter(|code| {
+            code.custom.is_some()
+                || !crate::tflm_ops::REGISTERED
+                    .iter()
+                    .any(|&(c, lo, hi)| c == code.builtin && (lo..=hi).contains(&code.version))
+        })
+        .map(|code| match &code.custom {
+            Some(custom) => format!("custom op `{custom}`"),
+            None => format!("{} v{}", builtin_name(code.builtin), code.version),
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    missing.retain(|m| seen.insert(m.clone()));
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(name: &str) -> Vec<u8> {
+        std::fs::read(crate::Workspace::from_source().root().join("firmware/models").join(name)).unwrap()
+    }
+
+    #[test]
+    fn the_example_models_read_and_run_on_the_bundled_tflm() {
+        let person = read(&example("person_detection_grayscale.tflite")).unwrap();
+        assert_eq!(person.version, 3);
+        let sg = &person.subgraphs[0];
+        let input = &sg.tensors[sg.inputs[0] as usize];
+        assert_eq!(input.shape, [1, 96, 96, 1]);
+        assert_eq!(input.kind, 3, "uint8");
+        let ops: Vec<String> = person.operator_codes.iter().map(|c| builtin_name(c.builtin)).collect();
+        assert!(ops.contains(&"DEPTHWISE_CONV_2D".to_owned()) && ops.contains(&"CONV_2D".to_owned()), "{ops:?}");
+        for name in
+            ["hello_world.tflite", "micro_speech.tflite", "magic_wand.tflite", "person_detection_grayscale.tflite"]
+        {
+            let model = read(&example(name)).unwrap();
+            assert!(unsupported(&model).is_empty(), "{name}: {:?}", unsupported(&model));
+            assert!(!model.subgraphs[0].operators.is_empty());
+        }
+        let hello = read(&example("hello_world.tflite")).unwrap();
+        assert_eq!(hello.subgraphs[0].tensors[hello.subgraphs[0].inputs[0] as usize].shape, [1, 1]);
+    }
+
+    #[test]
+    fn an_operator_the_bundled_tflm_lacks_is_named_with_its_version() {
+        let model = Model {
+            version: 3,
+            operator_codes: vec![
+                OperatorCode { builtin: 9, custom: None, version: 1 },
+                OperatorCode { builtin: 77, custom: None, version: 1 },
+                OperatorCode { builtin: 9, custom: None, version: 9 },
+                OperatorCode { builtin: 32, custom: Some("TFLite_Detection_PostProcess".into()), version: 1 },
+            ],
+            subgraphs: vec![],
+            buffers: 1,
+        };
+        assert_eq!(unsupported(&model), ["SHAPE v1", "FULLY_CONNECTED v9", "custom op `TFLite_Detection_PostProcess`"]);
+    }
+
+    /// Deterministic random damage to the example models (truncation, random
+    /// bytes, random 32-bit words over offsets): every result is a model or an
+    /// error, never a panic. Bounded: 3000 cases, well under a second.
+    #[test]
+    fn damaged_models_give_errors_not_panics() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for name in ["hello_world.tflite", "micro_speech.tflite", "magic_wand.tflite"] {
+            let good = example(name);
+            for _ in 0..1000 {
+                let mut bad = good.clone();
+                match next() % 3 {
+                    0 => bad.truncate((next() as usize) % good.len()),
+                    1 => {
+                        for _ in 0..1 + next() % 8 {
+                            let i = (next() as usize) % bad.len();
+                            bad[i] = next() as u8;
+                        }
+                    }
+                    _ => {
+                        let i = (next() as usize) % (bad.len() - 4);
+                        bad[i..i + 4].copy_from_slice(&(next() as u32).to_le_bytes());
+                    }
+                }
+                let _ = read(&bad);
+            }
+            for cut in [0, 4, 7, 8, 12, good.len() / 2, good.len() - 1] {
+                assert!(read(&good[..cut]).is_err(), "{name} cut at {cut} read as a model");
+            }
+        }
+    }
+
+    /// The tables in `tflm_ops` match the TFLM sources they were generated
+    /// from (when cargo has unpacked them).
+    #[test]
+    fn the_operator_tables_match_the_bundled_sources() {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+        let Some(lite) = std::fs::read_dir(home.join("registry/src"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("tfmicro-0.1.0/submodules/tensorflow/tensorflow/lite"))
+            .find(|p| p.is_dir())
+        else {
+            panic!("the tfmicro archive is not unpacked; run `cargo fetch --manifest-path firmware/Cargo.toml`");
+        };
+        let resolver = std::fs::read_to_string(lite.join("micro/kernels/all_ops_resolver.cc")).unwrap();
+        let registered = resolver.matches("AddBuiltin(BuiltinOperator_").count();
+        assert_eq!(registered, crate::tflm_ops::REGISTERED.len());
+        for &(code, _, _) in crate::tflm_ops::REGISTERED {
+            assert!(resolver.contains(&format!("AddBuiltin(BuiltinOperator_{},", builtin_name(code))), "{code}");
+        }
+        let schema = std::fs::read_to_string(lite.join("schema/schema_generated.h")).unwrap();
+        for (code, name) in crate::tflm_ops::BUILTIN_NAMES {
+            assert!(schema.contains(&format!("BuiltinOperator_{name} = {code},")), "{name}");
+        }
+    }
+}
