@@ -84,18 +84,18 @@ struct Table<'a> {
 
 impl<'a> Table<'a> {
     fn at(buf: Buf<'a>, pos: usize) -> Result<Table<'a>, ReadError> {
-        if pos % 4 != 0 {
+        if !pos.is_multiple_of(4) {
             return Err(buf.err(format!("table at {pos} is not 4-byte aligned")));
         }
         let soffset = buf.i32(pos)? as i64;
         let vtable = pos as i64 - soffset;
-        if vtable < 0 || vtable as usize % 2 != 0 {
+        if vtable < 0 || !(vtable as usize).is_multiple_of(2) {
             return Err(buf.err(format!("table at {pos} has a bad vtable offset")));
         }
         let vtable = vtable as usize;
         let vtable_len = buf.u16(vtable)? as usize;
         let table_len = buf.u16(vtable + 2)? as usize;
-        if vtable_len < 4 || vtable_len % 2 != 0 {
+        if vtable_len < 4 || !vtable_len.is_multiple_of(2) {
             return Err(buf.err(format!("vtable at {vtable} has a bad size {vtable_len}")));
         }
         buf.bytes(vtable, vtable_len)?;
