@@ -36,8 +36,12 @@ pub fn run(args: Args) -> Result<i32> {
             "lints (firmware crates on the host)",
             &cargo,
             strings(
-                &[&["clippy"][..], &firmware, &["--package", "arena", "--all-targets", "--", "-D", "warnings"]]
-                    .concat(),
+                &[
+                    &["clippy"][..],
+                    &firmware,
+                    &["--package", "arena", "--package", "hilmem-protocol", "--all-targets", "--", "-D", "warnings"],
+                ]
+                .concat(),
             ),
         ),
         ("workflow files (actionlint)", actionlint.as_os_str(), vec![]),

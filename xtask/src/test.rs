@@ -25,7 +25,10 @@ pub fn run(args: Args) -> Result<i32> {
     let profile = if std::env::var_os("CI").is_some() { "ci" } else { "default" };
     let suites: [(&str, Vec<&str>); 2] = [
         ("host workspace", vec!["--workspace"]),
-        ("firmware crates on the host", vec!["--manifest-path", "firmware/Cargo.toml", "--package", "arena"]),
+        (
+            "firmware crates on the host",
+            vec!["--manifest-path", "firmware/Cargo.toml", "--package", "arena", "--package", "hilmem-protocol"],
+        ),
     ];
     let mut code = exit::OK;
     for (name, selection) in suites {
