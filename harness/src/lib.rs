@@ -19,6 +19,7 @@ pub mod gitrepo;
 pub mod hil;
 pub mod measurement;
 pub mod models;
+pub mod planner;
 pub mod report;
 pub mod runner;
 pub mod session;

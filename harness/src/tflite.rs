@@ -171,6 +171,21 @@ pub struct Tensor {
     /// `TensorType` code (0 float32, 2 int32, 3 uint8, 9 int8, ...).
     pub kind: u8,
     pub buffer: u32,
+    pub is_variable: bool,
+}
+
+impl Tensor {
+    /// Bytes of the tensor's data (None for a type TFLM cannot size).
+    pub fn bytes(&self) -> Option<usize> {
+        let element: usize = match self.kind {
+            4 | 8 | 10 => 8,    // int64, complex64, float64
+            0 | 2 => 4,         // float32, int32
+            1 | 7 => 2,         // float16, int16
+            3 | 5 | 6 | 9 => 1, // uint8, string, bool, int8
+            _ => return None,
+        };
+        self.shape.iter().try_fold(element, |acc: usize, &d| acc.checked_mul(usize::try_from(d).ok()?))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,8 +209,8 @@ pub struct Model {
     pub version: u32,
     pub operator_codes: Vec<OperatorCode>,
     pub subgraphs: Vec<Subgraph>,
-    /// Number of buffers.
-    pub buffers: usize,
+    /// Bytes of data in each buffer (0 for a buffer tensors fill at run time).
+    pub buffers: Vec<usize>,
 }
 
 /// Reads and checks a `.tflite` flatbuffer.
@@ -234,6 +249,7 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                         kind: t.scalar_u8(1, 0)?,
                         buffer: t.scalar_u32(2, 0)?,
                         name: t.string(3)?.unwrap_or_default(),
+                        is_variable: t.scalar_u8(5, 0)? != 0,
                     })
                 })
                 .collect::<Result<Vec<_>, ReadError>>()?;
@@ -247,7 +263,11 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
             Ok(Subgraph { tensors, inputs: sg.i32s(1)?, outputs: sg.i32s(2)?, operators })
         })
         .collect::<Result<Vec<_>, ReadError>>()?;
-    let buffers = model.vector(4, 4)?.map_or(0, |(_, len)| len);
+    let buffers = model
+        .tables(4)?
+        .iter()
+        .map(|b| Ok(b.vector(0, 1)?.map_or(0, |(_, len)| len)))
+        .collect::<Result<Vec<usize>, ReadError>>()?;
 
     // References between tables must land.
     let invalid = |why: String| ReadError { at: "model", why };
@@ -264,11 +284,29 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
         if !sg.inputs.iter().chain(&sg.outputs).all(tensor_ok) {
             return Err(invalid(format!("subgraph {s}: an input or output tensor does not exist")));
         }
-        if let Some(t) = sg.tensors.iter().find(|t| t.buffer as usize >= buffers.max(1)) {
-            return Err(invalid(format!("tensor `{}` names buffer {} of {buffers}", t.name, t.buffer)));
+        if let Some(t) = sg.tensors.iter().find(|t| t.buffer as usize >= buffers.len().max(1)) {
+            return Err(invalid(format!("tensor `{}` names buffer {} of {}", t.name, t.buffer, buffers.len())));
         }
     }
     Ok(Model { version, operator_codes, subgraphs, buffers })
+}
+
+/// Name of a `TensorType` code.
+pub fn type_name(kind: u8) -> &'static str {
+    match kind {
+        0 => "float32",
+        1 => "float16",
+        2 => "int32",
+        3 => "uint8",
+        4 => "int64",
+        5 => "string",
+        6 => "bool",
+        7 => "int16",
+        8 => "complex64",
+        9 => "int8",
+        10 => "float64",
+        _ => "unknown",
+    }
 }
 
 /// Name of a builtin operator code.
@@ -341,7 +379,7 @@ mod tests {
                 OperatorCode { builtin: 32, custom: Some("TFLite_Detection_PostProcess".into()), version: 1 },
             ],
             subgraphs: vec![],
-            buffers: 1,
+            buffers: vec![0],
         };
         assert_eq!(unsupported(&model), ["SHAPE v1", "FULLY_CONNECTED v9", "custom op `TFLite_Detection_PostProcess`"]);
     }

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the hilmem command line. Each subcommand is a module; the
 //! work itself is done by the `harness` library.
 
+mod analyze;
 mod baseline;
 mod bench;
 mod boards;
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Build the reference firmware, run the scenarios, report memory figures.
     Hil(hil::Args),
+    /// A model's memory plan: tensors, lifetimes, TFLM's greedy plan against linear and the lower bound.
+    Analyze(analyze::Args),
     /// Show, diff, trace and approve baselines.
     Baseline(baseline::Args),
     /// Time a full emulated run against bare QEMU runs of the same images.
@@ -44,6 +47,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Hil(args) => hil::run(args),
+        Command::Analyze(args) => analyze::run(args),
         Command::Baseline(args) => baseline::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Boards => boards::run(),

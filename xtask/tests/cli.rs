@@ -138,3 +138,19 @@ fn boards_lists_every_profile_and_what_is_attached() {
     assert!(text.contains("probe-rs STM32H743ZITx") && text.contains("qemu mps3-an547"), "{text}");
     assert!(text.contains("debug probes attached:") && text.contains("serial ports:"), "{text}");
 }
+
+#[test]
+fn analyze_shows_the_plan_and_refuses_a_file_that_is_no_model() {
+    let out = xtask(&["analyze", "person_detection"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let text = text(&out);
+    assert!(text.contains("TFLM's greedy plan:  55296 bytes (185744 bytes, 77.1% less than linear)"), "{text}");
+    assert!(text.contains("DEPTHWISE_CONV_2D v1") && text.contains("uint8"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.tflite");
+    std::fs::write(&junk, b"not a model at all").unwrap();
+    let out = xtask(&["analyze", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(self::text(&out).contains("is not a TFLite flatbuffer"), "{}", self::text(&out));
+}
