@@ -385,23 +385,18 @@ fn date(seconds: i64) -> String {
 
 /// A model's memory plan: every planned tensor with its lifetime and greedy
 /// offset, then linear, greedy and the lower bound compared.
-pub fn analysis(name: &str, model: &crate::tflite::Model) -> Result<String, crate::tflite::ReadError> {
-    use crate::planner;
-    let buffers = planner::buffers(model)?;
-    let offsets = planner::greedy(&buffers);
-    let sg = &model.subgraphs[0];
+pub fn analysis(a: &crate::planner::Analysis) -> String {
     let mut builder = Builder::default();
     builder.push_record(["tensor", "name", "type", "shape", "bytes (aligned)", "steps", "greedy offset"]);
-    for (b, offset) in buffers.iter().zip(&offsets) {
-        let t = &sg.tensors[b.tensor];
+    for t in &a.planned {
         builder.push_record([
-            b.tensor.to_string(),
+            t.index.to_string(),
             t.name.clone(),
-            crate::tflite::type_name(t.kind).to_owned(),
+            t.kind.to_owned(),
             format!("{:?}", t.shape),
-            b.bytes.to_string(),
-            format!("{}..={}", b.first, b.last),
-            offset.to_string(),
+            t.bytes.to_string(),
+            format!("{}..={}", t.first_step, t.last_step),
+            t.greedy_offset.to_string(),
         ]);
     }
     let mut table = builder.build();
@@ -409,23 +404,27 @@ pub fn analysis(name: &str, model: &crate::tflite::Model) -> Result<String, crat
         .with(Style::sharp())
         .modify(Columns::new(4..5), Alignment::right())
         .modify(Columns::new(6..7), Alignment::right());
-    let (linear, greedy) = (planner::linear_bytes(&buffers), planner::head_bytes(&buffers, &offsets));
-    let (bound, step) = planner::lower_bound(&buffers);
-    let saved = linear - greedy;
-    let ops: Vec<String> = model
-        .operator_codes
-        .iter()
-        .map(|c| format!("{} v{}", crate::tflite::builtin_name(c.builtin), c.version))
-        .collect();
-    Ok(format!(
-        "{name}: {} operators ({}), {} tensors, {} planned\n{table}\n\
-         arena head, linear (no reuse):   {linear} bytes\n\
-         arena head, TFLM's greedy plan:  {greedy} bytes ({saved} bytes, {:.1}% less than linear)\n\
-         arena head, lower bound:         {bound} bytes (alive at once at step {step})",
-        sg.operators.len(),
-        ops.join(", "),
-        sg.tensors.len(),
-        buffers.len(),
-        if linear == 0 { 0.0 } else { saved as f64 * 100.0 / linear as f64 },
-    ))
+    let live: Vec<String> = a.live_at_peak.iter().map(usize::to_string).collect();
+    let mut out = format!(
+        "{}: {} operators ({}), {} tensors, {} planned\n{table}\n\
+         arena head, linear (no reuse):   {} bytes\n\
+         arena head, TFLM's greedy plan:  {} bytes ({} bytes, {:.1}% less than linear)\n\
+         arena head, lower bound:         {} bytes (alive at once at step {}: tensors {})",
+        a.model,
+        a.operator_count,
+        a.operators.join(", "),
+        a.tensor_count,
+        a.planned.len(),
+        a.linear_bytes,
+        a.greedy_bytes,
+        a.linear_bytes - a.greedy_bytes,
+        a.saved_percent(),
+        a.lower_bound_bytes,
+        a.peak_step,
+        live.join(", "),
+    );
+    if !a.unsupported.is_empty() {
+        out.push_str(&format!("\nthe bundled TFLM does not register: {}", a.unsupported.join(", ")));
+    }
+    out
 }

@@ -147,6 +147,11 @@ fn analyze_shows_the_plan_and_refuses_a_file_that_is_no_model() {
     assert!(text.contains("TFLM's greedy plan:  55296 bytes (185744 bytes, 77.1% less than linear)"), "{text}");
     assert!(text.contains("DEPTHWISE_CONV_2D v1") && text.contains("uint8"), "{text}");
 
+    let out = xtask(&["analyze", "hello_world", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((json["linear_bytes"].as_u64(), json["greedy_bytes"].as_u64()), (Some(96), Some(48)));
+    assert_eq!(json["planned"].as_array().unwrap().len(), 6);
+
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.tflite");
     std::fs::write(&junk, b"not a model at all").unwrap();
