@@ -119,6 +119,16 @@ pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<Baseli
     Ok(baseline)
 }
 
+/// Reads and parses the baseline (or candidate) file at `path`.
+pub fn read(path: &Path, board: &str, model: &str) -> Result<BaselineFile, BaselineError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TomlError {
+        file: path.to_owned(),
+        key: String::new(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(path, &text, board, model)
+}
+
 pub fn file_path(dir: &Path, board: &str, model: &str) -> PathBuf {
     dir.join(board).join(format!("{model}.toml"))
 }
@@ -239,12 +249,7 @@ pub fn approve(
     }
     let mut approval = Approval { files: Vec::new(), diff: Vec::new(), commit: None };
     for (board, model, path) in pending(results_dir)? {
-        let text = std::fs::read_to_string(&path).map_err(|e| TomlError {
-            file: path.clone(),
-            key: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
-        let mut candidate = parse(&path, &text, &board, &model)?;
+        let mut candidate = read(&path, &board, &model)?;
         let target = file_path(baselines_dir, &board, &model);
         let mut baseline = Source::WorkTree(baselines_dir.to_owned())
             .load(&board, &model)?
@@ -281,12 +286,7 @@ pub fn approve(
 /// Drops a scenario's pending candidate without approving it.
 pub fn reject(results_dir: &Path, board: &str, model: &str, scenario: &str) -> Result<(), BaselineError> {
     let path = file_path(&pending_dir(results_dir), board, model);
-    let text = std::fs::read_to_string(&path).map_err(|e| TomlError {
-        file: path.clone(),
-        key: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
-    let mut candidate = parse(&path, &text, board, model)?;
+    let mut candidate = read(&path, board, model)?;
     candidate.scenario.remove(scenario);
     if candidate.scenario.is_empty() {
         let _ = std::fs::remove_file(&path);

@@ -187,6 +187,9 @@ pub fn rustc_version(ws: &Workspace) -> String {
         .unwrap_or_default()
 }
 
+/// Whether this process has fetched the firmware's dependencies.
+static FETCHED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
@@ -250,12 +253,18 @@ pub fn build(
     lock.lock().map_err(io("cannot take the build lock"))?;
 
     // `cargo build` skips the TFLM source archive (a dependency for no
-    // target); `cargo fetch` unpacks it.
+    // target); `cargo fetch` unpacks it, once per process.
     let manifest = ws.firmware_manifest();
-    let mut fetch = cargo();
-    fetch.args(["fetch", "--manifest-path"]).arg(&manifest);
     let cargo_failed = |log| BuildError::Cargo { board: board.name.clone(), model: model.name.clone(), log };
-    run_cargo(fetch, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
+    {
+        let mut fetched = FETCHED.lock().unwrap_or_else(|e| e.into_inner());
+        if !*fetched {
+            let mut fetch = cargo();
+            fetch.args(["fetch", "--manifest-path"]).arg(&manifest);
+            run_cargo(fetch, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
+            *fetched = true;
+        }
+    }
 
     let cargo_dir = board_dir.join("cargo");
     let mut command = cargo();

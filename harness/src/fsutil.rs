@@ -4,37 +4,33 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Writes `contents` to a temporary file next to `path` and renames it into
-/// place, so readers see the old file or the new one, never a mix.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+/// Fills a temporary file next to `path` with `fill` and renames it into
+/// place, so readers see the old file or the new one, never a mix; on failure
+/// the temporary file is removed.
+fn replace(path: &Path, fill: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
+    let result = fill(&tmp).and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
 }
 
-/// Copies `from` (with its permissions) to a temporary file next to `to` and
-/// renames it into place.
+/// Writes `contents` to `path` atomically.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    replace(path, |tmp| {
+        let mut file = fs::File::create(tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()
+    })
+}
+
+/// Copies `from` (with its permissions) to `to` atomically.
 pub fn copy_atomic(from: &Path, to: &Path) -> io::Result<()> {
-    let dir = to.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = to.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = fs::copy(from, &tmp).and_then(|_| fs::rename(&tmp, to));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    replace(to, |tmp| fs::copy(from, tmp).map(|_| ()))
 }
 
 /// Like [`write_atomic`], but leaves the file (and its timestamp) alone when it

@@ -53,13 +53,17 @@ fn absolute(path: &Path) -> PathBuf {
     out
 }
 
+/// The commit `rev` names.
+fn commit_at<'r>(repo: &'r Repository, rev: &str) -> Result<git2::Commit<'r>, GitError> {
+    repo.revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|source| GitError::Revision { rev: rev.to_owned(), source })
+}
+
 /// The file's text at `rev`, or None when the file does not exist there.
 pub fn read_at(path: &Path, rev: &str) -> Result<Option<String>, GitError> {
     let (repo, relative) = open(path)?;
-    let commit = repo
-        .revparse_single(rev)
-        .and_then(|o| o.peel_to_commit())
-        .map_err(|source| GitError::Revision { rev: rev.to_owned(), source })?;
+    let commit = commit_at(&repo, rev)?;
     let entry = match commit.tree()?.get_path(&relative) {
         Ok(entry) => entry,
         Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
@@ -72,10 +76,7 @@ pub fn read_at(path: &Path, rev: &str) -> Result<Option<String>, GitError> {
 /// The files under `dir` as committed at `rev`, relative to `dir`.
 pub fn files_at(dir: &Path, rev: &str) -> Result<Vec<PathBuf>, GitError> {
     let (repo, relative) = open(dir)?;
-    let commit = repo
-        .revparse_single(rev)
-        .and_then(|o| o.peel_to_commit())
-        .map_err(|source| GitError::Revision { rev: rev.to_owned(), source })?;
+    let commit = commit_at(&repo, rev)?;
     let tree = match commit.tree()?.get_path(&relative) {
         Ok(entry) => entry.to_object(&repo)?.peel_to_tree()?,
         Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(Vec::new()),
@@ -111,11 +112,7 @@ pub fn head(path: &Path) -> Option<String> {
 pub fn merge_base(path: &Path, other: &str) -> Result<String, GitError> {
     let (repo, _) = open(path)?;
     let head = repo.head()?.peel_to_commit()?.id();
-    let other_id = repo
-        .revparse_single(other)
-        .and_then(|o| o.peel_to_commit())
-        .map_err(|source| GitError::Revision { rev: other.to_owned(), source })?
-        .id();
+    let other_id = commit_at(&repo, other)?.id();
     Ok(repo.merge_base(head, other_id)?.to_string())
 }
 

@@ -135,8 +135,7 @@ fn review(results: &std::path::Path, dir: &std::path::Path, commit: bool) -> Res
     let mut answers = stdin.lock().lines();
     let mut accepted = Vec::new();
     for (board, model, path) in baseline::pending(results)? {
-        let text = std::fs::read_to_string(&path)?;
-        let candidate = baseline::parse(&path, &text, &board, &model)?;
+        let candidate = baseline::read(&path, &board, &model)?;
         let current = Source::WorkTree(dir.to_owned()).load(&board, &model)?;
         for (scenario, new) in &candidate.scenario {
             let old = current.as_ref().and_then(|c| c.scenario.get(scenario)).cloned().unwrap_or_default();
