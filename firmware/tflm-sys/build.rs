@@ -15,16 +15,13 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CXX_FLAGS: &[&str] =
-    &["-std=c++11", "-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-fno-use-cxa-atexit"];
-const COMMON_FLAGS: &[&str] = &["-ffunction-sections", "-fdata-sections", "-fno-short-enums"];
-const DEFINES: &[&str] =
-    &["TF_LITE_STATIC_MEMORY", "TF_LITE_MCU_DEBUG_LOG", "NDEBUG", "GEMMLOWP_ALLOW_SLOW_SCALAR_FALLBACK"];
+include!("tree.rs");
 
 fn main() {
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_DIR");
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_CACHE");
     println!("cargo:rerun-if-changed=shim/shim.cc");
+    println!("cargo:rerun-if-changed=tree.rs");
 
     let root = tflm_root();
     let includes = include_dirs(&root);
@@ -78,39 +75,6 @@ fn main() {
 }
 
 /// The TFLM tree: the override, or the unpacked `tfmicro` archive.
-fn tflm_root() -> PathBuf {
-    if let Some(dir) = env::var_os("HILMEM_TFLM_DIR") {
-        let dir = PathBuf::from(dir);
-        if !dir.join("tensorflow/lite/micro/micro_interpreter.h").exists() {
-            panic!("HILMEM_TFLM_DIR={} does not hold tensorflow/lite/micro/micro_interpreter.h", dir.display());
-        }
-        return dir;
-    }
-    let cargo_home = env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .expect("neither CARGO_HOME nor HOME is set");
-    let registry = cargo_home.join("registry/src");
-    let found = fs::read_dir(&registry).ok().and_then(|entries| {
-        entries
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("tfmicro-0.1.0/submodules/tensorflow"))
-            .find(|p| p.join("tensorflow/lite/micro/micro_interpreter.h").exists())
-    });
-    found.unwrap_or_else(|| {
-        panic!(
-            "the TFLM source archive tfmicro-0.1.0 is not unpacked under {}; \
-             run `cargo fetch --manifest-path firmware/Cargo.toml` or set HILMEM_TFLM_DIR",
-            registry.display()
-        )
-    })
-}
-
-fn include_dirs(root: &Path) -> Vec<PathBuf> {
-    let downloads = root.join("tensorflow/lite/micro/tools/make/downloads");
-    vec![root.to_path_buf(), downloads.join("flatbuffers/include"), downloads.join("gemmlowp"), downloads.join("ruy")]
-}
-
 fn configured(mut build: cc::Build, includes: &[PathBuf]) -> cc::Build {
     build.includes(includes).flag("-w").warnings(false);
     // Source paths end up in the image (TFLM's error messages quote

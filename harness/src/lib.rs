@@ -24,6 +24,7 @@ pub mod report;
 pub mod runner;
 pub mod session;
 pub mod strict_toml;
+pub mod tail;
 pub mod tflite;
 pub mod tflm_ops;
 pub mod workspace;

@@ -7,6 +7,9 @@ use crate::tflite::{Model, ReadError};
 /// TFLM aligns every planned buffer to this.
 pub const BUFFER_ALIGNMENT: usize = 16;
 
+/// The one kernel of the bundled TFLM that asks for scratch buffers.
+pub(crate) const SVDF: i32 = 27;
+
 /// A tensor the planner places: its aligned size and the operator steps
 /// from which it is written until its last read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,8 +181,15 @@ pub struct Analysis {
     pub tensor_count: usize,
     pub planned: Vec<PlannedTensor>,
     pub linear_bytes: usize,
+    /// The planned head: what TFLM's greedy plan needs.
     pub greedy_bytes: usize,
     pub lower_bound_bytes: usize,
+    /// The persistent tail the bundled 32-bit TFLM allocates.
+    pub tail_bytes: usize,
+    /// What TFLM's `arena_used_bytes()` will say: head plus tail.
+    pub predicted_arena_bytes: usize,
+    /// What the prediction leaves out, when anything.
+    pub caveats: Vec<String>,
     /// The step where the most bytes are alive, and the tensors alive there.
     pub peak_step: i32,
     pub live_at_peak: Vec<usize>,
@@ -193,6 +203,15 @@ impl Analysis {
         let offsets = greedy(&buffers);
         let sg = &model.subgraphs[0];
         let (lower, peak_step) = lower_bound(&buffers);
+        let tail = crate::tail::predict(model)?;
+        let greedy = head_bytes(&buffers, &offsets);
+        let svdf =
+            sg.operators.iter().filter(|op| model.operator_codes[op.opcode_index as usize].builtin == SVDF).count();
+        let caveats = if svdf > 0 {
+            vec![format!("{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out")]
+        } else {
+            vec![]
+        };
         let planned = buffers
             .iter()
             .zip(&offsets)
@@ -221,8 +240,11 @@ impl Analysis {
             tensor_count: sg.tensors.len(),
             planned,
             linear_bytes: linear_bytes(&buffers),
-            greedy_bytes: head_bytes(&buffers, &offsets),
+            greedy_bytes: greedy,
             lower_bound_bytes: lower,
+            tail_bytes: tail,
+            predicted_arena_bytes: greedy + tail,
+            caveats,
             peak_step,
             live_at_peak: buffers
                 .iter()

@@ -45,6 +45,8 @@ pub struct Session {
     pub outputs: Vec<Output>,
     /// Named text, such as the OTA gate's decision.
     pub notes: BTreeMap<String, String>,
+    /// Where TFLM placed each tensor in the arena: offset by tensor index.
+    pub placements: BTreeMap<u32, u32>,
     pub failure: Option<Failure>,
     /// `Some(ok)` once the firmware sent its last frame.
     pub done: Option<bool>,
@@ -89,6 +91,9 @@ impl Session {
             Frame::Note { name, text } => {
                 self.notes.insert(name.into(), text.into());
             }
+            Frame::Placement { tensor, offset } => {
+                self.placements.insert(tensor, offset);
+            }
             Frame::Failure { stage, code, detail } => {
                 self.failure = Some(Failure { stage: stage.into(), code, detail: detail.into() })
             }
@@ -120,13 +125,15 @@ mod tests {
         s.feed("Total buffer usage: 5 bytes\r\n");
         s.feed(&frame(Frame::Metric { name: "arena_used_bytes", value: 5 }));
         s.feed(&frame(Frame::Output { input: "x", class: 2, value: 0.5 }));
+        s.feed(&frame(Frame::Placement { tensor: 3, offset: 48 }));
         s.feed(&frame(Frame::Done { ok: true }));
         assert_eq!(s.hello.as_ref().unwrap().stack_size, 20);
         assert_eq!(s.metrics["arena_used_bytes"], 5);
         assert_eq!(s.outputs, [Output { input: "x".into(), class: 2, value: 0.5 }]);
+        assert_eq!(s.placements, BTreeMap::from([(3, 48)]));
         assert_eq!(s.log, ["Total buffer usage: 5 bytes"]);
         assert_eq!(s.tail(4)[0], "Total buffer usage: 5 bytes");
-        assert_eq!(s.recent.len(), 5);
+        assert_eq!(s.recent.len(), 6);
         assert_eq!(s.done, Some(true));
         assert!(s.corrupt.is_empty() && s.unexpected.is_empty());
     }

@@ -2,7 +2,12 @@
 //! and table is checked against the buffer before it is followed, so a
 //! truncated, corrupt or hostile file is an error, never a panic or an
 //! out-of-bounds read. It reads what hilmem needs: the schema version, the
-//! operator codes (with versions), and each subgraph's tensors and operators.
+//! description and metadata, the operator codes (with versions), each
+//! subgraph's tensors (with their quantization) and operators, and the sizes
+//! of the buffers. [`write`] is its inverse, for synthetic models.
+
+mod write;
+pub use write::write;
 
 use std::fmt;
 
@@ -150,6 +155,19 @@ impl<'a> Table<'a> {
         (0..len).map(|i| self.buf.i32(first + 4 * i)).collect()
     }
 
+    fn f32s(&self, index: usize) -> Result<Vec<f32>, ReadError> {
+        Ok(self.i32s(index)?.into_iter().map(|v| f32::from_bits(v as u32)).collect())
+    }
+
+    fn i64s(&self, index: usize) -> Result<Vec<i64>, ReadError> {
+        let Some((first, len)) = self.vector(index, 8)? else { return Ok(Vec::new()) };
+        (0..len).map(|i| Ok(i64::from_le_bytes(self.buf.bytes(first + 8 * i, 8)?.try_into().unwrap()))).collect()
+    }
+
+    fn table(&self, index: usize) -> Result<Option<Table<'a>>, ReadError> {
+        self.field(index)?.map(|p| Table::at(self.buf, self.buf.follow(p)?)).transpose()
+    }
+
     fn string(&self, index: usize) -> Result<Option<String>, ReadError> {
         let Some((first, len)) = self.vector(index, 1)? else { return Ok(None) };
         Ok(Some(String::from_utf8_lossy(self.buf.bytes(first, len)?).into_owned()))
@@ -164,7 +182,7 @@ pub struct OperatorCode {
     pub version: i32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
     pub name: String,
     pub shape: Vec<i32>,
@@ -172,6 +190,27 @@ pub struct Tensor {
     pub kind: u8,
     pub buffer: u32,
     pub is_variable: bool,
+    pub quantization: Quantization,
+}
+
+/// A tensor's quantization parameters (empty when it has none).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Quantization {
+    pub scale: Vec<f32>,
+    pub zero_point: Vec<i64>,
+    pub dimension: i32,
+}
+
+impl Quantization {
+    /// The channels TFLM copies into the arena: the scale count, when both
+    /// scales and zero points are present.
+    pub fn channels(&self) -> usize {
+        if self.scale.is_empty() || self.zero_point.is_empty() {
+            0
+        } else {
+            self.scale.len()
+        }
+    }
 }
 
 impl Tensor {
@@ -195,7 +234,7 @@ pub struct Operator {
     pub outputs: Vec<i32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Subgraph {
     pub tensors: Vec<Tensor>,
     pub inputs: Vec<i32>,
@@ -204,9 +243,12 @@ pub struct Subgraph {
 }
 
 /// What hilmem reads of a model.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Model {
     pub version: u32,
+    pub description: Option<String>,
+    /// Name and buffer index of each metadata entry.
+    pub metadata: Vec<(String, u32)>,
     pub operator_codes: Vec<OperatorCode>,
     pub subgraphs: Vec<Subgraph>,
     /// Bytes of data in each buffer (0 for a buffer tensors fill at run time).
@@ -228,8 +270,10 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
         .tables(1)?
         .into_iter()
         .map(|t| {
+            // Converters since TensorFlow 2.4 put codes above 127 in field 3
+            // and 127 in the old byte field; TFLite takes the larger.
             Ok(OperatorCode {
-                builtin: i32::from(t.scalar_u8(0, 0)? as i8),
+                builtin: i32::from(t.scalar_u8(0, 0)? as i8).max(t.scalar_i32(3, 0)?),
                 custom: t.string(1)?,
                 version: t.scalar_i32(2, 1)?,
             })
@@ -250,6 +294,14 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                         buffer: t.scalar_u32(2, 0)?,
                         name: t.string(3)?.unwrap_or_default(),
                         is_variable: t.scalar_u8(5, 0)? != 0,
+                        quantization: match t.table(4)? {
+                            None => Quantization::default(),
+                            Some(q) => Quantization {
+                                scale: q.f32s(2)?,
+                                zero_point: q.i64s(3)?,
+                                dimension: q.scalar_i32(6, 0)?,
+                            },
+                        },
                     })
                 })
                 .collect::<Result<Vec<_>, ReadError>>()?;
@@ -262,6 +314,12 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                 .collect::<Result<Vec<_>, ReadError>>()?;
             Ok(Subgraph { tensors, inputs: sg.i32s(1)?, outputs: sg.i32s(2)?, operators })
         })
+        .collect::<Result<Vec<_>, ReadError>>()?;
+    let description = model.string(3)?;
+    let metadata = model
+        .tables(6)?
+        .iter()
+        .map(|m| Ok((m.string(0)?.unwrap_or_default(), m.scalar_u32(1, 0)?)))
         .collect::<Result<Vec<_>, ReadError>>()?;
     let buffers = model
         .tables(4)?
@@ -288,7 +346,10 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
             return Err(invalid(format!("tensor `{}` names buffer {} of {}", t.name, t.buffer, buffers.len())));
         }
     }
-    Ok(Model { version, operator_codes, subgraphs, buffers })
+    if let Some((name, buffer)) = metadata.iter().find(|(_, b)| *b as usize >= buffers.len()) {
+        return Err(invalid(format!("metadata `{name}` names buffer {buffer} of {}", buffers.len())));
+    }
+    Ok(Model { version, description, metadata, operator_codes, subgraphs, buffers })
 }
 
 /// Name of a `TensorType` code.
@@ -343,6 +404,9 @@ pub fn unsupported(model: &Model) -> Vec<String> {
 mod tests {
     use super::*;
 
+    const EXAMPLES: [&str; 4] =
+        ["hello_world.tflite", "micro_speech.tflite", "magic_wand.tflite", "person_detection_grayscale.tflite"];
+
     fn example(name: &str) -> Vec<u8> {
         std::fs::read(crate::Workspace::from_source().root().join("firmware/models").join(name)).unwrap()
     }
@@ -357,9 +421,7 @@ mod tests {
         assert_eq!(input.kind, 3, "uint8");
         let ops: Vec<String> = person.operator_codes.iter().map(|c| builtin_name(c.builtin)).collect();
         assert!(ops.contains(&"DEPTHWISE_CONV_2D".to_owned()) && ops.contains(&"CONV_2D".to_owned()), "{ops:?}");
-        for name in
-            ["hello_world.tflite", "micro_speech.tflite", "magic_wand.tflite", "person_detection_grayscale.tflite"]
-        {
+        for name in EXAMPLES {
             let model = read(&example(name)).unwrap();
             assert!(unsupported(&model).is_empty(), "{name}: {:?}", unsupported(&model));
             assert!(!model.subgraphs[0].operators.is_empty());
@@ -368,10 +430,42 @@ mod tests {
         assert_eq!(hello.subgraphs[0].tensors[hello.subgraphs[0].inputs[0] as usize].shape, [1, 1]);
     }
 
+    /// The writer (the `flatbuffers` crate's builder) and this reader agree:
+    /// every example model, written again, reads back unchanged.
+    #[test]
+    fn what_the_writer_writes_reads_back_unchanged() {
+        for name in EXAMPLES {
+            let model = read(&example(name)).unwrap();
+            assert_eq!(read(&write(&model)).unwrap(), model, "{name}");
+        }
+        let magic = read(&example("magic_wand.tflite")).unwrap();
+        let quantized = magic.subgraphs[0].tensors.iter().filter(|t| t.quantization.channels() > 0).count();
+        let person = read(&example("person_detection_grayscale.tflite")).unwrap();
+        let per_tensor = person.subgraphs[0].tensors.iter().all(|t| t.quantization.channels() == 1);
+        assert_eq!((quantized, per_tensor), (0, true), "magic_wand is float, person_detection uint8 per tensor");
+    }
+
+    #[test]
+    fn codes_above_127_are_read_from_the_new_field() {
+        let model = Model {
+            version: 3,
+            description: Some("converted by a current converter".into()),
+            metadata: vec![("min_runtime_version".into(), 0)],
+            operator_codes: vec![OperatorCode { builtin: 150, custom: None, version: 1 }],
+            subgraphs: vec![],
+            buffers: vec![16],
+        };
+        let bytes = write(&model);
+        assert_eq!(read(&bytes).unwrap(), model);
+        assert_eq!(unsupported(&model), ["builtin 150 v1"]);
+    }
+
     #[test]
     fn an_operator_the_bundled_tflm_lacks_is_named_with_its_version() {
         let model = Model {
             version: 3,
+            description: None,
+            metadata: vec![],
             operator_codes: vec![
                 OperatorCode { builtin: 9, custom: None, version: 1 },
                 OperatorCode { builtin: 77, custom: None, version: 1 },
@@ -418,34 +512,6 @@ mod tests {
             for cut in [0, 4, 7, 8, 12, good.len() / 2, good.len() - 1] {
                 assert!(read(&good[..cut]).is_err(), "{name} cut at {cut} read as a model");
             }
-        }
-    }
-
-    /// The tables in `tflm_ops` match the TFLM sources they were generated
-    /// from (when cargo has unpacked them).
-    #[test]
-    fn the_operator_tables_match_the_bundled_sources() {
-        let home = std::env::var_os("CARGO_HOME")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
-        let Some(lite) = std::fs::read_dir(home.join("registry/src"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path().join("tfmicro-0.1.0/submodules/tensorflow/tensorflow/lite"))
-            .find(|p| p.is_dir())
-        else {
-            panic!("the tfmicro archive is not unpacked; run `cargo fetch --manifest-path firmware/Cargo.toml`");
-        };
-        let resolver = std::fs::read_to_string(lite.join("micro/kernels/all_ops_resolver.cc")).unwrap();
-        let registered = resolver.matches("AddBuiltin(BuiltinOperator_").count();
-        assert_eq!(registered, crate::tflm_ops::REGISTERED.len());
-        for &(code, _, _) in crate::tflm_ops::REGISTERED {
-            assert!(resolver.contains(&format!("AddBuiltin(BuiltinOperator_{},", builtin_name(code))), "{code}");
-        }
-        let schema = std::fs::read_to_string(lite.join("schema/schema_generated.h")).unwrap();
-        for (code, name) in crate::tflm_ops::BUILTIN_NAMES {
-            assert!(schema.contains(&format!("BuiltinOperator_{name} = {code},")), "{name}");
         }
     }
 }

@@ -128,6 +128,18 @@ fn describe(getter: unsafe extern "C" fn(u32, *mut Tensor) -> i32, index: u32) -
     Ok(t)
 }
 
+/// Where TFLM placed each tensor whose data lies in `arena`: (tensor index,
+/// offset from the arena's start), in tensor order.
+pub fn placements(arena: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    // SAFETY: plain query.
+    let count = unsafe { tflm_sys::hm_tflm_tensors() };
+    let range = arena.as_ptr_range();
+    (0..count).filter_map(move |i| {
+        let data = describe(tflm_sys::hm_tflm_tensor, i).ok()?.data as *const u8;
+        range.contains(&data).then(|| (i, (data as usize - range.start as usize) as u32))
+    })
+}
+
 /// Copies `data` into input tensor `index`; the sizes must match exactly.
 pub fn set_input(index: u32, data: &[u8]) -> Result<(), (u32, u32)> {
     let t = describe(tflm_sys::hm_tflm_input, index).map_err(|_| (0, data.len() as u32))?;

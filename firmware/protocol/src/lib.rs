@@ -42,6 +42,8 @@ pub enum Frame<'a> {
     Output { input: &'a str, class: u32, value: f32 },
     /// A named piece of text in the record, such as the OTA gate's decision.
     Note { name: &'a str, text: &'a str },
+    /// Where TFLM placed a tensor's data: its offset from the arena's start.
+    Placement { tensor: u32, offset: u32 },
     /// Last frame of a run.
     Done { ok: bool },
 }
@@ -70,6 +72,7 @@ const TAG_FAILURE: u8 = 4;
 const TAG_DONE: u8 = 5;
 const TAG_OUTPUT: u8 = 6;
 const TAG_NOTE: u8 = 7;
+const TAG_PLACEMENT: u8 = 8;
 
 /// Why a frame line was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +216,11 @@ impl<'a> Frame<'a> {
                 w.str(name)?;
                 w.str(text)?;
             }
+            Frame::Placement { tensor, offset } => {
+                w.bytes(&[TAG_PLACEMENT])?;
+                w.bytes(&tensor.to_le_bytes())?;
+                w.bytes(&offset.to_le_bytes())?;
+            }
             Frame::Metric { name, value } => {
                 w.bytes(&[TAG_METRIC])?;
                 w.str(name)?;
@@ -245,6 +253,7 @@ impl<'a> Frame<'a> {
             TAG_RUN => Frame::Run { scenario: r.str()?, frames: r.u32()? },
             TAG_NOTE => Frame::Note { name: r.str()?, text: r.str()? },
             TAG_METRIC => Frame::Metric { name: r.str()?, value: r.i64()? },
+            TAG_PLACEMENT => Frame::Placement { tensor: r.u32()?, offset: r.u32()? },
             TAG_FAILURE => Frame::Failure { stage: r.str()?, code: r.i32()?, detail: r.str()? },
             TAG_OUTPUT => Frame::Output { input: r.str()?, class: r.u32()?, value: f32::from_bits(r.u32()?) },
             TAG_DONE => Frame::Done { ok: r.bool()? },
@@ -480,6 +489,7 @@ mod tests {
             Frame::Note { name: "ota_gate", text: "rejected: needs 7024 bytes of tensor arena, the firmware has 3072" },
             Frame::Metric { name: "arena_used_bytes", value: 84_312 },
             Frame::Metric { name: "heap_growth_bytes", value: -16 },
+            Frame::Placement { tensor: 7, offset: 55_280 },
             Frame::Failure { stage: "load", code: 4, detail: "AllocateTensors failed" },
             Frame::Output { input: "x=pi/2", class: 0, value: 0.99 },
             Frame::Done { ok: false },

@@ -113,6 +113,18 @@ uint32_t hm_tflm_arena_used_bytes(void) {
   return allocated ? static_cast<uint32_t>(interpreter->arena_used_bytes()) : 0;
 }
 
+uint32_t hm_tflm_tensors(void) {
+  return allocated ? static_cast<uint32_t>(interpreter->tensors_size()) : 0;
+}
+
+// Any tensor of the model, by index: where TFLM put its data (in the arena,
+// or in the model for constants).
+int32_t hm_tflm_tensor(uint32_t index, hm_tensor* out) {
+  if (!allocated) return HM_ERR_NOT_LOADED;
+  if (index >= interpreter->tensors_size()) return HM_ERR_NO_TENSOR;
+  return describe(interpreter->tensor(index), out);
+}
+
 uint32_t hm_tflm_inputs(void) {
   return allocated ? static_cast<uint32_t>(interpreter->inputs_size()) : 0;
 }

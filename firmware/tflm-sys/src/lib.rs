@@ -58,6 +58,8 @@ extern "C" {
     pub fn hm_tflm_load(model: *const u8, model_len: u32, arena: *mut u8, arena_len: u32) -> i32;
     pub fn hm_tflm_invoke() -> i32;
     pub fn hm_tflm_arena_used_bytes() -> u32;
+    pub fn hm_tflm_tensors() -> u32;
+    pub fn hm_tflm_tensor(index: u32, out: *mut Tensor) -> i32;
     pub fn hm_tflm_inputs() -> u32;
     pub fn hm_tflm_outputs() -> u32;
     pub fn hm_tflm_input(index: u32, out: *mut Tensor) -> i32;

@@ -149,16 +149,3 @@ fn image_sizes_agree_with_the_section_table() {
     // The model flatbuffer is in flash, whole.
     assert!(sizes.flash_bytes.unwrap() > firmware.model_bytes);
 }
-
-#[test]
-fn the_planner_predicts_the_arena_head_tflm_plans() {
-    let board = default_board();
-    for name in ["hello_world", "micro_speech", "magic_wand", "person_detection"] {
-        let spec = model(name);
-        let parsed = harness::tflite::read(&spec.read().unwrap()).unwrap();
-        let buffers = harness::planner::buffers(&parsed).unwrap();
-        let predicted = harness::planner::head_bytes(&buffers, &harness::planner::greedy(&buffers));
-        let (_, run) = measure(&board, name, SINGLE_FRAME);
-        assert_eq!(predicted as i64, printed_by_tflm(&run, "Head usage: "), "{name}");
-    }
-}

@@ -1,6 +1,7 @@
 //! Integration tests of the harness: the real firmware, built for the default
 //! board and run under QEMU.
 
+mod analyzer;
 mod failures;
 mod firmware_runs;
 mod real_boards;

@@ -16,6 +16,9 @@ use harness::Workspace;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The models of the repository's `hil.toml`.
+pub const EXAMPLE_MODELS: [&str; 4] = ["hello_world", "micro_speech", "magic_wand", "person_detection"];
+
 pub fn ws() -> Workspace {
     Workspace::from_source()
 }

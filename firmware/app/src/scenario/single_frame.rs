@@ -5,7 +5,7 @@ use arena::Category;
 use hilmem_protocol::{exit, Frame};
 
 use super::{fail_with_tflm_messages, pool_failure, report, send, Rig};
-use crate::config;
+use crate::{config, tflm};
 
 pub fn run(mut rig: Rig) -> i32 {
     if let Err(e) = rig.load_painted(config::MODEL) {
@@ -28,6 +28,9 @@ pub fn run(mut rig: Rig) -> i32 {
         }
     }
     report(&rig.figures());
+    for (tensor, offset) in tflm::placements(rig.arena) {
+        send(Frame::Placement { tensor, offset });
+    }
     for ((name, _), (class, value)) in config::INPUTS.iter().zip(answers) {
         send(Frame::Output { input: name, class, value });
     }

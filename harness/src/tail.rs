@@ -1,0 +1,162 @@
+//! The persistent tail of the arena, predicted: what the bundled TFLM (2020)
+//! allocates from the arena's end, in its order and with its alignment, for
+//! 32-bit Arm. The sizes are those of its C++ types as arm-none-eabi-g++
+//! lays them out with the firmware's flags; a test compiles the types and
+//! checks every entry of [`LAYOUTS`].
+//!
+//! In allocation order: the allocator itself; one `TfLiteTensor` per tensor;
+//! per quantized tensor its `TfLiteAffineQuantization`, zero points and
+//! scales; one `NodeAndRegistration` per operator; each operator's parsed
+//! options; the kernels' persistent data (at `Init`, then `Prepare`); the
+//! handles of scratch buffers; variable tensors.
+
+use crate::planner::BUFFER_ALIGNMENT;
+use crate::tflite::{Model, ReadError};
+
+/// A C++ type of the bundled TFLM on 32-bit Arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub cxx: &'static str,
+    pub bytes: usize,
+    pub align: usize,
+}
+
+const fn layout(cxx: &'static str, bytes: usize, align: usize) -> Layout {
+    Layout { cxx, bytes, align }
+}
+
+const ALLOCATOR: Layout = layout("tflite::SimpleMemoryAllocator", 20, 4);
+const TENSOR: Layout = layout("TfLiteTensor", 64, 4);
+const AFFINE_QUANTIZATION: Layout = layout("TfLiteAffineQuantization", 12, 4);
+const NODE_AND_REGISTRATION: Layout = layout("tflite::NodeAndRegistration", 40, 4);
+const SCRATCH_HANDLE: Layout = layout("tflite::internal::ScratchBufferHandle", 12, 4);
+
+/// The options struct `ParseOpData` allocates for each registered builtin
+/// operator that has one (builtin code, type).
+pub const OPTIONS: &[(i32, Layout)] = &[
+    (0, layout("TfLiteAddParams", 4, 4)),
+    (1, layout("TfLitePoolParams", 40, 4)),
+    (2, layout("TfLiteConcatenationParams", 8, 4)),
+    (3, layout("TfLiteConvParams", 24, 4)),
+    (4, layout("TfLiteDepthwiseConvParams", 28, 4)),
+    (9, layout("TfLiteFullyConnectedParams", 12, 4)),
+    (11, layout("TfLiteL2NormParams", 4, 4)),
+    (17, layout("TfLitePoolParams", 40, 4)),
+    (18, layout("TfLiteMulParams", 4, 4)),
+    (22, layout("TfLiteReshapeParams", 36, 4)),
+    (25, layout("TfLiteSoftmaxParams", 4, 4)),
+    (27, layout("TfLiteSVDFParams", 12, 4)),
+    (40, layout("TfLiteReducerParams", 1, 1)),
+    (41, layout("TfLiteSubParams", 4, 4)),
+    (45, layout("TfLiteStridedSliceParams", 20, 4)),
+    (49, layout("TfLiteSplitParams", 4, 4)),
+    (56, layout("TfLiteArgMaxParams", 4, 4)),
+    (79, layout("TfLiteArgMinParams", 4, 4)),
+    (83, layout("TfLitePackParams", 8, 4)),
+    (88, layout("TfLiteUnpackParams", 8, 4)),
+    (97, layout("TfLiteResizeNearestNeighborParams", 2, 1)),
+];
+
+/// The kernels whose `Init` allocates their `OpData` persistently (builtin
+/// code, type), 16-byte aligned.
+pub const OP_DATA: &[(i32, Layout)] = &[
+    (3, layout("tflite::ops::micro::conv::OpData", 40, 4)),
+    (4, layout("tflite::ops::micro::depthwise_conv::OpData", 40, 4)),
+    (6, layout("tflite::ops::micro::dequantize::OpData", 8, 4)),
+    (9, layout("tflite::ops::micro::fully_connected::OpData", 20, 4)),
+    (27, layout("tflite::ops::micro::svdf::OpData", 24, 4)),
+    (114, layout("tflite::ops::micro::quantize::OpData", 8, 4)),
+];
+
+/// Every layout the prediction uses, for the test that compiles them.
+pub fn layouts() -> Vec<Layout> {
+    [ALLOCATOR, TENSOR, AFFINE_QUANTIZATION, NODE_AND_REGISTRATION, SCRATCH_HANDLE]
+        .into_iter()
+        .chain(OPTIONS.iter().chain(OP_DATA).map(|&(_, l)| l))
+        .collect()
+}
+
+const CONV_2D: i32 = 3;
+const DEPTHWISE_CONV_2D: i32 = 4;
+const INT8: u8 = 9;
+
+/// The tail as it grows down from the arena's end (which hilmem keeps
+/// 16-byte aligned, so alignment relative to the end is absolute).
+#[derive(Default)]
+struct Tail(usize);
+
+impl Tail {
+    fn alloc(&mut self, bytes: usize, align: usize) {
+        self.0 = (self.0 + bytes).next_multiple_of(align);
+    }
+
+    fn place(&mut self, l: Layout, count: usize) {
+        self.alloc(l.bytes * count, l.align);
+    }
+}
+
+/// Bytes of the persistent tail TFLM allocates for `model`'s first subgraph.
+pub fn predict(model: &Model) -> Result<usize, ReadError> {
+    let err = |why: String| ReadError { at: "tail", why };
+    let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
+    let builtin = |op: &crate::tflite::Operator| {
+        let code = &model.operator_codes[op.opcode_index as usize];
+        code.custom.is_none().then_some(code.builtin)
+    };
+    let find = |table: &[(i32, Layout)], code| table.iter().find(|(c, _)| *c == code).map(|&(_, l)| l);
+    let mut tail = Tail::default();
+    tail.place(ALLOCATOR, 1);
+    tail.place(TENSOR, sg.tensors.len());
+    for t in &sg.tensors {
+        let channels = t.quantization.channels();
+        if channels > 0 {
+            tail.place(AFFINE_QUANTIZATION, 1);
+            tail.alloc(4 * (1 + channels), 4); // TfLiteIntArray of zero points
+            tail.alloc(4 * (1 + channels), 4); // TfLiteFloatArray of scales
+        }
+    }
+    tail.place(NODE_AND_REGISTRATION, sg.operators.len());
+    for op in &sg.operators {
+        if let Some(options) = builtin(op).and_then(|code| find(OPTIONS, code)) {
+            tail.place(options, 1);
+        }
+    }
+    for op in &sg.operators {
+        if let Some(data) = builtin(op).and_then(|code| find(OP_DATA, code)) {
+            tail.alloc(data.bytes, BUFFER_ALIGNMENT);
+        }
+    }
+    for op in &sg.operators {
+        let tensor = |i: usize| op.inputs.get(i).and_then(|&t| sg.tensors.get(usize::try_from(t).ok()?));
+        let channels = |dim: usize| -> Result<usize, ReadError> {
+            let filter = tensor(1).ok_or_else(|| err("a convolution has no filter".into()))?;
+            let n = filter.shape.get(dim).copied().unwrap_or(0);
+            usize::try_from(n).map_err(|_| err(format!("filter `{}` has {n} channels", filter.name)))
+        };
+        match builtin(op) {
+            // Per-channel output multipliers and shifts.
+            Some(CONV_2D) => {
+                let n = channels(0)?;
+                tail.alloc(4 * n, BUFFER_ALIGNMENT);
+                tail.alloc(4 * n, BUFFER_ALIGNMENT);
+            }
+            Some(DEPTHWISE_CONV_2D) => {
+                let n = channels(3)?;
+                tail.alloc(4 * n, BUFFER_ALIGNMENT);
+                tail.alloc(4 * n, BUFFER_ALIGNMENT);
+            }
+            // One scratch buffer (two for int8); their handles live here,
+            // the buffers in the planned head.
+            Some(crate::planner::SVDF) => {
+                let int8 = tensor(0).is_some_and(|t| t.kind == INT8);
+                tail.place(SCRATCH_HANDLE, if int8 { 2 } else { 1 });
+            }
+            _ => {}
+        }
+    }
+    for t in sg.tensors.iter().filter(|t| t.is_variable) {
+        let bytes = t.bytes().ok_or_else(|| err(format!("variable `{}` has a type of unknown size", t.name)))?;
+        tail.alloc(bytes, BUFFER_ALIGNMENT);
+    }
+    Ok(tail.0)
+}

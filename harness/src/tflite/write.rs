@@ -1,0 +1,124 @@
+//! Writes a [`Model`] as a `.tflite` flatbuffer with the `flatbuffers`
+//! crate's builder: the synthetic models of the analyzer's tests and
+//! benchmark, and an independent check of the reader (what one writes, the
+//! other must read back unchanged). Buffers are written zero-filled.
+
+use flatbuffers::{FlatBufferBuilder, WIPOffset};
+
+use super::{Model, Quantization, Subgraph, Tensor};
+
+/// The vtable slot of field `index`.
+const fn slot(index: u16) -> u16 {
+    4 + 2 * index
+}
+
+pub fn write(model: &Model) -> Vec<u8> {
+    let mut fb = FlatBufferBuilder::new();
+    let codes: Vec<_> = model
+        .operator_codes
+        .iter()
+        .map(|code| {
+            let custom = code.custom.as_deref().map(|c| fb.create_string(c));
+            let t = fb.start_table();
+            fb.push_slot_always(slot(0), code.builtin.min(127) as i8);
+            if let Some(custom) = custom {
+                fb.push_slot_always(slot(1), custom);
+            }
+            fb.push_slot(slot(2), code.version, 1);
+            fb.push_slot(slot(3), code.builtin, 0);
+            fb.end_table(t)
+        })
+        .collect();
+    let codes = fb.create_vector(&codes);
+    let subgraphs: Vec<_> = model.subgraphs.iter().map(|sg| subgraph(&mut fb, sg)).collect();
+    let subgraphs = fb.create_vector(&subgraphs);
+    let description = model.description.as_deref().map(|d| fb.create_string(d));
+    let buffers: Vec<_> = model
+        .buffers
+        .iter()
+        .map(|&len| {
+            let data = (len > 0).then(|| fb.create_vector(&vec![0u8; len]));
+            let t = fb.start_table();
+            if let Some(data) = data {
+                fb.push_slot_always(slot(0), data);
+            }
+            fb.end_table(t)
+        })
+        .collect();
+    let buffers = fb.create_vector(&buffers);
+    let metadata: Vec<_> = model
+        .metadata
+        .iter()
+        .map(|(name, buffer)| {
+            let name = fb.create_string(name);
+            let t = fb.start_table();
+            fb.push_slot_always(slot(0), name);
+            fb.push_slot(slot(1), *buffer, 0);
+            fb.end_table(t)
+        })
+        .collect();
+    let metadata = fb.create_vector(&metadata);
+    let root = fb.start_table();
+    fb.push_slot(slot(0), model.version, 0);
+    fb.push_slot_always(slot(1), codes);
+    fb.push_slot_always(slot(2), subgraphs);
+    if let Some(description) = description {
+        fb.push_slot_always(slot(3), description);
+    }
+    fb.push_slot_always(slot(4), buffers);
+    fb.push_slot_always(slot(6), metadata);
+    let root = fb.end_table(root);
+    fb.finish(root, Some("TFL3"));
+    fb.finished_data().to_vec()
+}
+
+fn subgraph<'a>(fb: &mut FlatBufferBuilder<'a>, sg: &Subgraph) -> WIPOffset<flatbuffers::TableFinishedWIPOffset> {
+    let tensors: Vec<_> = sg.tensors.iter().map(|t| tensor(fb, t)).collect();
+    let tensors = fb.create_vector(&tensors);
+    let inputs = fb.create_vector(&sg.inputs);
+    let outputs = fb.create_vector(&sg.outputs);
+    let operators: Vec<_> = sg
+        .operators
+        .iter()
+        .map(|op| {
+            let inputs = fb.create_vector(&op.inputs);
+            let outputs = fb.create_vector(&op.outputs);
+            let t = fb.start_table();
+            fb.push_slot(slot(0), op.opcode_index, 0);
+            fb.push_slot_always(slot(1), inputs);
+            fb.push_slot_always(slot(2), outputs);
+            fb.end_table(t)
+        })
+        .collect();
+    let operators = fb.create_vector(&operators);
+    let t = fb.start_table();
+    fb.push_slot_always(slot(0), tensors);
+    fb.push_slot_always(slot(1), inputs);
+    fb.push_slot_always(slot(2), outputs);
+    fb.push_slot_always(slot(3), operators);
+    fb.end_table(t)
+}
+
+fn tensor<'a>(fb: &mut FlatBufferBuilder<'a>, t: &Tensor) -> WIPOffset<flatbuffers::TableFinishedWIPOffset> {
+    let shape = fb.create_vector(&t.shape);
+    let name = fb.create_string(&t.name);
+    let quantization = (t.quantization != Quantization::default()).then(|| {
+        let scale = fb.create_vector(&t.quantization.scale);
+        let zero_point = fb.create_vector(&t.quantization.zero_point);
+        let q = fb.start_table();
+        fb.push_slot_always(slot(2), scale);
+        fb.push_slot_always(slot(3), zero_point);
+        fb.push_slot(slot(6), t.quantization.dimension, 0);
+        fb.end_table(q)
+    });
+    let table = fb.start_table();
+    fb.push_slot_always(slot(0), shape);
+    fb.push_slot(slot(1), t.kind, 0);
+    fb.push_slot(slot(2), t.buffer, 0);
+    fb.push_slot_always(slot(3), name);
+    if let Some(q) = quantization {
+        fb.push_slot_always(slot(4), q);
+    }
+    fb.push_slot(slot(5), t.is_variable, false);
+    fb.end_table(table)
+}

@@ -1,0 +1,163 @@
+//! The analyzer against the bundled TFLM: its tables against TFLM's sources
+//! and types as arm-none-eabi-g++ lays them out, and its prediction against
+//! what TFLM does on the emulated board.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use object::{Object, ObjectSection};
+
+use harness::measurement::SINGLE_FRAME;
+use harness::planner::Analysis;
+use harness::tail::{self, Layout};
+use harness::tflite::{self, builtin_name};
+use harness::tflm_ops;
+
+use crate::support::{default_board, measure, model, printed_by_tflm, EXAMPLE_MODELS};
+
+mod tree {
+    use std::path::{Path, PathBuf};
+    use std::{env, fs};
+    include!("../../../firmware/tflm-sys/tree.rs");
+}
+
+fn source(path: &str) -> String {
+    let file = tree::tflm_root().join("tensorflow/lite").join(path);
+    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+fn code_of(name: &str) -> i32 {
+    tflm_ops::BUILTIN_NAMES.iter().find(|(_, n)| *n == name).unwrap_or_else(|| panic!("no builtin `{name}`")).0
+}
+
+/// The kernel source file of an `OpData` type: `...::conv::OpData` is in
+/// `micro/kernels/conv.cc`.
+fn kernel_of(op_data: &Layout) -> &str {
+    op_data.cxx.trim_end_matches("::OpData").rsplit("::").next().unwrap()
+}
+
+#[test]
+fn the_operator_tables_match_the_bundled_sources() {
+    let resolver = source("micro/kernels/all_ops_resolver.cc");
+    assert_eq!(resolver.matches("AddBuiltin(BuiltinOperator_").count(), tflm_ops::REGISTERED.len());
+    for &(code, _, _) in tflm_ops::REGISTERED {
+        assert!(resolver.contains(&format!("AddBuiltin(BuiltinOperator_{},", builtin_name(code))), "{code}");
+    }
+    let schema = source("schema/schema_generated.h");
+    for (code, name) in tflm_ops::BUILTIN_NAMES {
+        assert!(schema.contains(&format!("BuiltinOperator_{name} = {code},")), "{name}");
+    }
+}
+
+/// `ParseOpData` allocates one options struct per operator: the `case`s
+/// before each `Allocate<T>()` name the operators that get a `T`.
+#[test]
+fn the_options_table_matches_parse_op_data() {
+    let mut parsed = BTreeMap::new();
+    let mut pending = Vec::new();
+    for line in source("core/api/flatbuffer_conversions.cc").lines() {
+        if let Some((name, _)) = line.trim().strip_prefix("case BuiltinOperator_").and_then(|l| l.split_once(':')) {
+            pending.push(code_of(name));
+        } else if let Some(t) = line.split("Allocate<").nth(1).and_then(|t| t.split('>').next()) {
+            parsed.extend(pending.drain(..).map(|code| (code, t.to_owned())));
+        } else if line.contains("return") {
+            pending.clear();
+        }
+    }
+    let expected: Vec<(i32, String)> =
+        tflm_ops::REGISTERED.iter().filter_map(|&(code, _, _)| Some((code, parsed.get(&code)?.clone()))).collect();
+    let table: Vec<(i32, String)> = tail::OPTIONS.iter().map(|&(code, l)| (code, l.cxx.to_owned())).collect();
+    assert_eq!(table, expected);
+}
+
+/// The kernels that allocate in the arena are the ones the prediction
+/// knows: `OpData` at `Init`, per-channel arrays in conv and depthwise
+/// conv, scratch buffers in SVDF.
+#[test]
+fn the_kernel_table_matches_the_kernels_that_allocate() {
+    let kernels = tree::tflm_root().join("tensorflow/lite/micro/kernels");
+    let mut persistent = Vec::new();
+    for entry in std::fs::read_dir(&kernels).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        if path.extension().is_none_or(|e| e != "cc") || name.ends_with("_test") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let allocations = text.matches("->AllocatePersistentBuffer(").count();
+        let scratch = text.matches("->RequestScratchBufferInArena(").count();
+        match name.as_str() {
+            "conv" | "depthwise_conv" => assert_eq!(allocations, 3, "{name}: OpData and two per-channel arrays"),
+            "svdf" => assert_eq!((allocations, scratch), (1, 3), "svdf"),
+            _ => assert!(allocations <= 1 && scratch == 0, "{name} allocates in a way the prediction ignores"),
+        }
+        if text.contains("AllocatePersistentBuffer(context, sizeof(OpData)") {
+            let registers = text.split("Register_").skip(1).filter_map(|r| r.split("()").next());
+            persistent.extend(registers.map(|op| (code_of(op), name.clone())));
+        }
+    }
+    persistent.sort();
+    let table: Vec<(i32, String)> = tail::OP_DATA.iter().map(|(code, l)| (*code, kernel_of(l).to_owned())).collect();
+    assert_eq!(table, persistent);
+}
+
+/// Compiles every type of the prediction with arm-none-eabi-g++ and the
+/// firmware's flags and reads `sizeof` and `alignof` back from the object.
+#[test]
+fn the_tail_layouts_match_the_bundled_tflm() {
+    let layouts = tail::layouts();
+    let mut probe = String::new();
+    for header in ["c/builtin_op_data.h", "c/common.h", "micro/micro_allocator.h", "micro/simple_memory_allocator.h"] {
+        probe += &format!("#include \"tensorflow/lite/{header}\"\n");
+    }
+    for op_data in tail::OP_DATA {
+        probe += &format!("#include \"tensorflow/lite/micro/kernels/{}.cc\"\n", kernel_of(&op_data.1));
+    }
+    probe += "extern \"C\" __attribute__((section(\".hm_layout\"), used)) const unsigned hm_layout[][2] = {\n";
+    for l in &layouts {
+        probe += &format!("  {{sizeof({0}), alignof({0})}},\n", l.cxx);
+    }
+    probe += "};\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.cc"), probe).unwrap();
+    let mut gxx = Command::new("arm-none-eabi-g++");
+    gxx.current_dir(dir.path()).args(["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-w", "-c", "probe.cc"]);
+    gxx.args(tree::COMMON_FLAGS).args(tree::CXX_FLAGS);
+    gxx.args(tree::DEFINES.iter().map(|d| format!("-D{d}")));
+    gxx.args(tree::include_dirs(&tree::tflm_root()).iter().map(|d| format!("-I{}", d.display())));
+    let out = gxx.output().expect("arm-none-eabi-g++ (run `cargo xtask doctor`)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let object_file = std::fs::read(dir.path().join("probe.o")).unwrap();
+    let object = object::File::parse(&*object_file).unwrap();
+    let data = object.section_by_name(".hm_layout").unwrap().data().unwrap().to_vec();
+    let word = |i: usize| u32::from_le_bytes(data[4 * i..4 * i + 4].try_into().unwrap()) as usize;
+    let compiled: Vec<Layout> =
+        layouts.iter().enumerate().map(|(i, l)| Layout { bytes: word(2 * i), align: word(2 * i + 1), ..*l }).collect();
+    assert_eq!(compiled, layouts);
+}
+
+/// For every example model: the head, every planned tensor's offset and the
+/// tail are what TFLM itself planned, printed and placed on the board.
+#[test]
+fn the_prediction_is_what_tflm_does_on_the_board() {
+    let board = default_board();
+    for name in EXAMPLE_MODELS {
+        let spec = model(name);
+        let analysis = Analysis::of(name, &tflite::read(&spec.read().unwrap()).unwrap()).unwrap();
+        let (record, run) = measure(&board, name, SINGLE_FRAME);
+        assert_eq!(analysis.greedy_bytes as i64, printed_by_tflm(&run, "Head usage: "), "{name} head");
+        assert_eq!(analysis.tail_bytes as i64, printed_by_tflm(&run, "Tail usage: "), "{name} tail");
+        assert_eq!(analysis.predicted_arena_bytes as i64, record.metrics["arena_used_bytes"], "{name} used");
+        let planned: BTreeMap<u32, u32> =
+            analysis.planned.iter().map(|t| (t.index as u32, t.greedy_offset as u32)).collect();
+        let in_head: BTreeMap<u32, u32> = run
+            .session
+            .placements
+            .iter()
+            .filter(|(_, &offset)| (offset as usize) < analysis.greedy_bytes)
+            .map(|(&t, &o)| (t, o))
+            .collect();
+        assert!(planned.len() > 2, "{name}");
+        assert_eq!(in_head, planned, "{name}: tensor -> offset, placed by TFLM vs planned");
+    }
+}
