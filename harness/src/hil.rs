@@ -14,10 +14,11 @@ use crate::board::{self, Board, BoardError};
 use crate::elf::{self, ElfError, ImageSizes};
 use crate::firmware::{self, BuildError, Firmware, Variant};
 use crate::fsutil::write_atomic;
-use crate::measurement::{checks, metric, Measurement, DEFAULT_FRAMES, SCENARIOS};
+use crate::measurement::{checks, metric, ArenaPrediction, Measurement, DEFAULT_FRAMES, SCENARIOS, SINGLE_FRAME};
 use crate::models::{self, ModelSpec, ModelsError};
+use crate::planner::Analysis;
 use crate::runner::{self, Ending, Run, RunOptions, RunnerError};
-use crate::Workspace;
+use crate::{tflite, Workspace};
 
 /// Lines of firmware output shown when a run goes wrong.
 const TAIL_LINES: usize = 12;
@@ -484,6 +485,15 @@ pub fn record(
             metrics.insert(name.into(), value);
         }
     }
+    let arena_prediction = (scenario == SINGLE_FRAME && board.target.starts_with("thumb"))
+        .then(|| {
+            let analysis = Analysis::of(&model.name, &tflite::read(&model.read().ok()?).ok()?).ok()?;
+            Some(ArenaPrediction {
+                predicted_bytes: analysis.predicted_arena_bytes as i64,
+                measured_bytes: metrics[metric::ARENA_USED_BYTES],
+            })
+        })
+        .flatten();
     Ok(Measurement {
         board: board.name.clone(),
         model: model.name.clone(),
@@ -491,6 +501,7 @@ pub fn record(
         metrics,
         notes: session.notes.clone(),
         checks: checks(model, scenario, session),
+        arena_prediction,
     })
 }
 

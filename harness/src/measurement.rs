@@ -76,6 +76,31 @@ pub struct Check {
     pub detail: String,
 }
 
+/// How far TFLM's `arena_used_bytes` may be from the analyzer's prediction,
+/// in percent of the prediction, before the difference is flagged. The
+/// prediction is exact for the bundled TFLM; the margin leaves room for a
+/// TFLM tree of the same generation given through `HILMEM_TFLM_DIR`.
+pub const PREDICTION_MARGIN_PERCENT: i64 = 1;
+
+/// The analyzer's arena prediction (head plus tail, for 32-bit Arm) next to
+/// what TFLM reported on the board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArenaPrediction {
+    pub predicted_bytes: i64,
+    pub measured_bytes: i64,
+}
+
+impl ArenaPrediction {
+    /// Measured minus predicted.
+    pub fn difference(&self) -> i64 {
+        self.measured_bytes - self.predicted_bytes
+    }
+
+    pub fn within_margin(&self) -> bool {
+        self.difference().abs() * 100 <= self.predicted_bytes * PREDICTION_MARGIN_PERCENT
+    }
+}
+
 /// One board, model and scenario: its figures and its checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -87,6 +112,9 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub notes: BTreeMap<String, String>,
     pub checks: Vec<Check>,
+    /// On 32-bit Arm boards, in the single-frame scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arena_prediction: Option<ArenaPrediction>,
 }
 
 impl Measurement {
@@ -189,6 +217,15 @@ mod tests {
             notes: notes.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect(),
             ..Session::default()
         }
+    }
+
+    #[test]
+    fn a_prediction_is_flagged_beyond_one_percent() {
+        let p = |predicted_bytes, measured_bytes| ArenaPrediction { predicted_bytes, measured_bytes };
+        assert!(p(88_416, 88_416).within_margin());
+        assert!(p(10_000, 10_100).within_margin() && p(10_000, 9_900).within_margin());
+        assert!(!p(10_000, 10_101).within_margin() && !p(10_000, 9_899).within_margin());
+        assert_eq!(p(1472, 1480).difference(), 8);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::board::{Board, Layout, Runner};
 use crate::compare::{Comparison, Row, Verdict};
 use crate::hil::Results;
 use crate::measurement::metric;
-use crate::measurement::Measurement;
+use crate::measurement::{ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT};
 use crate::runner::probe::ProbeSummary;
 
 /// Metric columns of the terminal table, shown where a board reports them.
@@ -36,18 +36,28 @@ pub fn table(results: &Results) -> String {
         let columns: Vec<&str> =
             COLUMNS.iter().copied().filter(|c| records.iter().any(|r| r.metrics.contains_key(*c))).collect();
         let mut builder = Builder::default();
+        // The prediction goes right after the figure it predicts.
+        let predicted = records.iter().any(|r| r.arena_prediction.is_some());
+        let at = columns.iter().position(|c| *c == metric::ARENA_USED_BYTES).filter(|_| predicted).map(|i| i + 3);
         let mut header = vec!["model", "scenario"];
         header.extend(&columns);
         header.push("output check");
+        if let Some(at) = at {
+            header.insert(at, "arena predicted (diff)");
+        }
         builder.push_record(header);
         for r in records {
             let mut row = vec![r.model.clone(), r.scenario.clone()];
             row.extend(columns.iter().map(|name| r.metrics.get(*name).map_or("-".into(), i64::to_string)));
             row.push(check_summary(r));
+            if let Some(at) = at {
+                row.insert(at, r.arena_prediction.map_or("-".into(), |p| prediction(&p)));
+            }
             builder.push_record(row);
         }
         let mut table = builder.build();
-        table.with(Style::sharp()).modify(Columns::new(2..2 + columns.len()), Alignment::right());
+        let right = 2 + columns.len() + usize::from(predicted);
+        table.with(Style::sharp()).modify(Columns::new(2..right), Alignment::right());
         out.push_str(&format!("{board}\n{table}\n"));
         for r in results.records.iter().filter(|r| &r.board == board) {
             for (name, text) in &r.notes {
@@ -59,6 +69,12 @@ pub fn table(results: &Results) -> String {
         out.push_str(&format!("FAILED {}/{} {}:\n  {}\n", f.board, f.model, f.scenario, f.error.replace('\n', "\n  ")));
     }
     out.trim_end().to_owned()
+}
+
+/// `88416 (+0)`; a difference beyond the margin is flagged.
+fn prediction(p: &ArenaPrediction) -> String {
+    let flag = if p.within_margin() { "" } else { " OFF" };
+    format!("{} ({:+}){flag}", p.predicted_bytes, p.difference())
 }
 
 fn check_summary(r: &Measurement) -> String {
@@ -249,6 +265,20 @@ pub fn markdown(results: &Results, c: &Comparison) -> String {
         .collect();
     if !failed_checks.is_empty() {
         out.push_str(&format!("\n### Failed checks\n\n{}\n", failed_checks.join("\n")));
+    }
+    let off: Vec<String> = results
+        .records
+        .iter()
+        .filter_map(|r| Some((r, r.arena_prediction.filter(|p| !p.within_margin())?)))
+        .map(|(r, p)| {
+            format!("- {}/{}: predicted {}, measured {}", r.board, r.model, p.predicted_bytes, p.measured_bytes)
+        })
+        .collect();
+    if !off.is_empty() {
+        out.push_str(&format!(
+            "\n### Arena predictions off by more than {PREDICTION_MARGIN_PERCENT}%\n\n{}\n",
+            off.join("\n")
+        ));
     }
     if !results.failed.is_empty() {
         out.push_str("\n### Runs that produced no measurement\n\n");

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use harness::compare::{Comparison, Row, Verdict};
 use harness::hil::{Failed, Results, RESULTS_FORMAT};
-use harness::measurement::{Check, Measurement};
+use harness::measurement::{ArenaPrediction, Check, Measurement};
 use harness::report;
 
 fn check(rendered: &str, name: &str) {
@@ -48,6 +48,7 @@ fn fixture() -> (Results, Comparison) {
                 metrics: metrics(1480, 2016),
                 notes: BTreeMap::new(),
                 checks: vec![pass("output for x-0")],
+                arena_prediction: Some(ArenaPrediction { predicted_bytes: 1456, measured_bytes: 1480 }),
             },
             Measurement {
                 board: "qemu-m7".into(),
@@ -56,6 +57,7 @@ fn fixture() -> (Results, Comparison) {
                 metrics: metrics(1472, 2520),
                 notes: BTreeMap::from([("ota_gate".into(), "rejected: needs 7024 bytes of tensor arena, the firmware has 3072".into())]),
                 checks: vec![Check { name: "output for x-0".into(), passed: false, detail: "value 0.5000, expected 0 ± 0.1".into() }],
+                arena_prediction: None,
             },
         ],
         failed: vec![Failed {
