@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(s.outputs, [Output { input: "x".into(), class: 2, value: 0.5 }]);
         assert_eq!(s.placements, BTreeMap::from([(3, 48)]));
         assert_eq!(s.log, ["Total buffer usage: 5 bytes"]);
-        assert_eq!(s.tail(4)[0], "Total buffer usage: 5 bytes");
+        assert_eq!(s.tail(5)[0], "Total buffer usage: 5 bytes");
         assert_eq!(s.recent.len(), 6);
         assert_eq!(s.done, Some(true));
         assert!(s.corrupt.is_empty() && s.unexpected.is_empty());
