@@ -75,8 +75,14 @@ fn write_config(dir: &Path, board: &Board, model: &ModelSpec) -> Result<u64, Bui
         path: ota.file.clone(),
         source,
     })?;
-    let header =
-        Header::for_model(&ota_model, ota.version, ota.min_arena_bytes, ota.max_arena_bytes, ota.min_free_heap_bytes);
+    let arena = model.arena_bytes(board)?;
+    let header = Header::for_model(
+        &ota_model,
+        ota.version,
+        ota.min_arena_bytes.unwrap_or(arena),
+        ota.max_arena_bytes.unwrap_or(arena),
+        ota.min_free_heap_bytes,
+    );
     let package_path = dir.join("ota-package.bin");
     let package = [&header.encode()[..], &ota_model].concat();
     write_if_changed(&package_path, &package).map_err(io("cannot write", &package_path))?;
@@ -106,7 +112,7 @@ fn write_config(dir: &Path, board: &Board, model: &ModelSpec) -> Result<u64, Bui
         board = board.name,
         model = model.name,
         part = board.cpu.part,
-        arena = model.arena_bytes,
+        arena = arena,
         model_path = rust_str(&model_path)?,
         count = inputs.len(),
         inputs = inputs.concat(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 use hilmem_protocol::{exit, WARM_UP_FRAMES};
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Analysis;
 use crate::baseline::Meta;
 use crate::board::{self, Board, BoardError};
 use crate::elf::{self, ElfError, ImageSizes};
@@ -16,7 +17,6 @@ use crate::firmware::{self, BuildError, Firmware, Variant};
 use crate::fsutil::write_atomic;
 use crate::measurement::{checks, metric, ArenaPrediction, Measurement, DEFAULT_FRAMES, SCENARIOS, SINGLE_FRAME};
 use crate::models::{self, ModelSpec, ModelsError};
-use crate::planner::Analysis;
 use crate::runner::{self, Ending, Run, RunOptions, RunnerError};
 use crate::{tflite, Workspace};
 
@@ -96,6 +96,9 @@ pub struct Options {
     pub jobs: usize,
     pub run: RunOptions,
     pub variant: Variant,
+    /// Size every model's arena from the analyzer's prediction, as
+    /// `arena_bytes = "auto"` would.
+    pub arena_auto: bool,
 }
 
 impl Options {
@@ -113,6 +116,7 @@ impl Options {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             run: RunOptions::default(),
             variant: Variant::Standard,
+            arena_auto: false,
         }
     }
 }
@@ -176,7 +180,7 @@ impl Image {
             tflm: firmware::tflm_source(),
             rustc: rustc.to_owned(),
             target: board.target.clone(),
-            arena_bytes: model.arena_bytes,
+            arena_bytes: model.arena_bytes(board).map_err(BuildError::from)?,
         })
     }
 
@@ -242,7 +246,10 @@ pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, Bo
 pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
     let boards = resolve_boards(ws, &options.boards)?;
     let file = &options.models_file;
-    let models = models::select(models::load(file)?, &options.models, file)?;
+    let mut models = models::select(models::load(file)?, &options.models, file)?;
+    if options.arena_auto {
+        models.iter_mut().for_each(|m| m.arena = models::Arena::Auto);
+    }
 
     for scenario in &options.scenarios {
         if !SCENARIOS.contains(&scenario.as_str()) {

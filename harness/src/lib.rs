@@ -7,6 +7,7 @@
 //! frames; [`elf`] reads the sizes the linker fixed; [`hil`] puts these together
 //! into [`measurement::Measurement`] records, and [`report`] shows them.
 
+pub mod analysis;
 pub mod baseline;
 pub mod bench;
 pub mod board;

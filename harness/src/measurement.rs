@@ -188,7 +188,7 @@ mod tests {
         ModelSpec {
             name: "m".into(),
             file: "m.tflite".into(),
-            arena_bytes: 64,
+            arena: crate::models::Arena::Bytes(64),
             inputs: vec![
                 input("a", Some(Expect::Class(1))),
                 input("b", Some(Expect::Value { value: 1.0, tolerance: 0.1 })),
@@ -199,8 +199,8 @@ mod tests {
                 file: "n.tflite".into(),
                 input: input("z", Some(Expect::Class(3))),
                 version: 2,
-                min_arena_bytes: 64,
-                max_arena_bytes: 64,
+                min_arena_bytes: Some(64),
+                max_arena_bytes: Some(64),
                 min_free_heap_bytes: 0,
                 expect: ota_expect,
             },

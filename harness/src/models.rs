@@ -22,6 +22,17 @@ pub enum ModelsError {
     NotTflite { model: String, path: PathBuf, why: String },
     #[error("model `{model}`: the bundled TFLM (May 2020) does not register {ops}; {path} needs a newer TFLM or a model converted for this one")]
     Unsupported { model: String, path: PathBuf, ops: String },
+    #[error("model `{model}`: `arena_bytes = \"auto\"`: {source}")]
+    Auto { model: String, source: crate::analysis::NotPredicted },
+}
+
+/// The size of the firmware's tensor arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arena {
+    Bytes(u32),
+    /// The analyzer's minimum plus the board's safety margin
+    /// ([`crate::analysis::Fit::suggested_arena_bytes`]).
+    Auto,
 }
 
 /// One model to measure.
@@ -30,8 +41,8 @@ pub struct ModelSpec {
     pub name: String,
     /// The `.tflite` file.
     pub file: PathBuf,
-    /// Size of the firmware's static tensor arena.
-    pub arena_bytes: u32,
+    /// Size of the firmware's static tensor arena; see [`ModelSpec::arena_bytes`].
+    pub arena: Arena,
     pub inputs: Vec<InputSpec>,
     /// The update the concurrent-OTA scenario delivers while this model runs.
     pub ota: OtaSpec,
@@ -47,8 +58,10 @@ pub struct OtaSpec {
     /// Its first input, run once after activation.
     pub input: InputSpec,
     pub version: u32,
-    pub min_arena_bytes: u32,
-    pub max_arena_bytes: u32,
+    /// None: the arena the running model has (the default update needs
+    /// exactly that).
+    pub min_arena_bytes: Option<u32>,
+    pub max_arena_bytes: Option<u32>,
     pub min_free_heap_bytes: u32,
     pub expect: OtaOutcome,
 }
@@ -107,10 +120,17 @@ struct RawConfig {
 struct RawModel {
     name: String,
     file: PathBuf,
-    arena_bytes: u32,
+    arena_bytes: RawArena,
     #[serde(rename = "input", default)]
     inputs: Vec<RawInput>,
     ota: Option<RawOta>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawArena {
+    Bytes(u32),
+    Word(String),
 }
 
 #[derive(Deserialize)]
@@ -118,8 +138,8 @@ struct RawModel {
 struct RawOta {
     model: String,
     version: Option<u32>,
-    min_arena_bytes: u32,
-    max_arena_bytes: u32,
+    min_arena_bytes: Option<u32>,
+    max_arena_bytes: Option<u32>,
     min_free_heap_bytes: Option<u32>,
     expect: OtaOutcome,
 }
@@ -161,9 +181,14 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
     for (m, raw_model) in raw.models.into_iter().enumerate() {
         let key = |k: &str| format!("model[{m}].{k}");
         new_name(&raw_model.name, &mut seen).map_err(|why| invalid(key("name"), &why))?;
-        if raw_model.arena_bytes < 16 {
-            return Err(invalid(key("arena_bytes"), "must be at least 16"));
-        }
+        let arena = match raw_model.arena_bytes {
+            RawArena::Word(w) if w == "auto" => Arena::Auto,
+            RawArena::Word(w) => return Err(invalid(key("arena_bytes"), &format!("`{w}`: give bytes or \"auto\""))),
+            RawArena::Bytes(b) if b < 16 || b % 16 != 0 => {
+                return Err(invalid(key("arena_bytes"), "must be a multiple of 16 (TFLM's alignment), at least 16"))
+            }
+            RawArena::Bytes(b) => Arena::Bytes(b),
+        };
         if raw_model.inputs.is_empty() {
             return Err(invalid(key("input"), "give at least one [[model.input]] for the single-frame scenario"));
         }
@@ -199,7 +224,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
         models.push(Partial {
             name: raw_model.name,
             file: base.join(raw_model.file),
-            arena_bytes: raw_model.arena_bytes,
+            arena,
             inputs,
             ota: raw_model.ota,
         });
@@ -214,7 +239,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
         specs.push(ModelSpec {
             name: model.name.clone(),
             file: model.file.clone(),
-            arena_bytes: model.arena_bytes,
+            arena: model.arena,
             inputs: model.inputs.clone(),
             ota,
         });
@@ -226,7 +251,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
 struct Partial {
     name: String,
     file: PathBuf,
-    arena_bytes: u32,
+    arena: Arena,
     inputs: Vec<InputSpec>,
     ota: Option<RawOta>,
 }
@@ -237,8 +262,8 @@ fn ota_spec(model: &Partial, all: &[Partial]) -> Result<OtaSpec, (&'static str, 
     let default = RawOta {
         model: model.name.clone(),
         version: None,
-        min_arena_bytes: model.arena_bytes,
-        max_arena_bytes: model.arena_bytes,
+        min_arena_bytes: None,
+        max_arena_bytes: None,
         min_free_heap_bytes: None,
         expect: OtaOutcome::Accepted,
     };
@@ -274,6 +299,27 @@ pub fn select(models: Vec<ModelSpec>, names: &[String], file: &Path) -> Result<V
 }
 
 impl ModelSpec {
+    /// The arena to build for `board`: as configured, or for "auto" the
+    /// analyzer's suggestion for the board.
+    pub fn arena_bytes(&self, board: &crate::board::Board) -> Result<u32, ModelsError> {
+        match self.arena {
+            Arena::Bytes(bytes) => Ok(bytes),
+            Arena::Auto => {
+                let bytes = self.read()?;
+                let analysis = crate::tflite::read(&bytes)
+                    .and_then(|model| crate::analysis::Analysis::of(&self.name, &model))
+                    .map_err(|e| ModelsError::NotTflite {
+                        model: self.name.clone(),
+                        path: self.file.clone(),
+                        why: e.to_string(),
+                    })?;
+                let fit =
+                    analysis.fit(board).map_err(|source| ModelsError::Auto { model: self.name.clone(), source })?;
+                Ok(fit.suggested_arena_bytes as u32)
+            }
+        }
+    }
+
     /// The model's bytes, after the checks that catch a bad file before
     /// anything is built: a readable, well-formed TFLite flatbuffer whose
     /// operators the bundled TFLM registers. TFLM's own verifier on the
@@ -371,6 +417,25 @@ expect_class = 2
     }
 
     #[test]
+    fn auto_sizes_the_arena_for_each_32_bit_board() {
+        let ws = crate::Workspace::from_source();
+        let hello = ws.root().join("firmware/models/hello_world.tflite");
+        let text = ONE
+            .replace("arena_bytes = 1024", "arena_bytes = \"auto\"")
+            .replace("file = \"m.tflite\"", &format!("file = {:?}", hello.display().to_string()));
+        let spec = &load_text(&text).unwrap()[0];
+        assert_eq!(spec.arena, Arena::Auto);
+        let board = |name| crate::board::Board::load(&ws, name).unwrap();
+        let analysis =
+            crate::analysis::Analysis::of("m", &crate::tflite::read(&std::fs::read(&hello).unwrap()).unwrap()).unwrap();
+        let m7 = spec.arena_bytes(&board("qemu-m7")).unwrap();
+        assert_eq!(m7 as usize, analysis.fit(&board("qemu-m7")).unwrap().suggested_arena_bytes);
+        assert!(m7 as usize > analysis.minimum_arena_bytes && m7 % 16 == 0, "{m7}");
+        let host = spec.arena_bytes(&board("host")).unwrap_err().to_string();
+        assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
+    }
+
+    #[test]
     fn inputs_and_expectations_parse() {
         let models = load_text(ONE).unwrap();
         let inputs = &models[0].inputs;
@@ -391,6 +456,11 @@ expect_class = 2
             (ONE.replace("name = \"img\"", "name = \"x\""), "model[0].input[1].name"),
             (ONE.replace("arena_bytes = 1024", "arena_bytes = 1024\nsize = 3"), "unknown field `size`"),
             (ONE.replace("arena_bytes = 1024", "arena_bytes = -1"), "model[0].arena_bytes"),
+            (
+                ONE.replace("arena_bytes = 1024", "arena_bytes = 1000"),
+                "model[0].arena_bytes`: must be a multiple of 16",
+            ),
+            (ONE.replace("arena_bytes = 1024", "arena_bytes = \"big\""), "`big`: give bytes or \"auto\""),
             (format!("{ONE}{ONE}"), "`m` is named twice"),
         ];
         for (text, expected) in cases {
@@ -416,12 +486,12 @@ expect_class = 2
             file: path.clone(),
             input: InputSpec { name: "x".into(), data: InputData::Values(vec![0.0]), expect: None },
             version: 2,
-            min_arena_bytes: 64,
-            max_arena_bytes: 64,
+            min_arena_bytes: Some(64),
+            max_arena_bytes: Some(64),
             min_free_heap_bytes: 0,
             expect: OtaOutcome::Accepted,
         };
-        let spec = ModelSpec { name: "bad".into(), file: path, arena_bytes: 64, inputs: vec![], ota };
+        let spec = ModelSpec { name: "bad".into(), file: path, arena: Arena::Bytes(64), inputs: vec![], ota };
         let err = spec.read().unwrap_err().to_string();
         assert!(err.starts_with("model `bad`: ") && err.contains("not a TFLite flatbuffer"), "{err}");
     }

@@ -7,9 +7,6 @@ use crate::tflite::{Model, ReadError};
 /// TFLM aligns every planned buffer to this.
 pub const BUFFER_ALIGNMENT: usize = 16;
 
-/// The one kernel of the bundled TFLM that asks for scratch buffers.
-pub(crate) const SVDF: i32 = 27;
-
 /// A tensor the planner places: its aligned size and the operator steps
 /// from which it is written until its last read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,115 +151,6 @@ pub fn lower_bound(buffers: &[Buffer]) -> (usize, i32) {
     (0..=steps)
         .map(|step| (buffers.iter().filter(|b| b.first <= step && step <= b.last).map(|b| b.bytes).sum(), step))
         .fold((0, 0), |best, here| if here.0 > best.0 { here } else { best })
-}
-
-/// One planned tensor of an [`Analysis`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PlannedTensor {
-    pub index: usize,
-    pub name: String,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub shape: Vec<i32>,
-    /// Aligned as TFLM plans it.
-    pub bytes: usize,
-    pub first_step: i32,
-    pub last_step: i32,
-    pub greedy_offset: usize,
-}
-
-/// A model's memory plan, as `cargo xtask analyze` shows it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Analysis {
-    pub model: String,
-    /// `NAME vN` for each operator code.
-    pub operators: Vec<String>,
-    pub operator_count: usize,
-    pub tensor_count: usize,
-    pub planned: Vec<PlannedTensor>,
-    pub linear_bytes: usize,
-    /// The planned head: what TFLM's greedy plan needs.
-    pub greedy_bytes: usize,
-    pub lower_bound_bytes: usize,
-    /// The persistent tail the bundled 32-bit TFLM allocates.
-    pub tail_bytes: usize,
-    /// What TFLM's `arena_used_bytes()` will say: head plus tail.
-    pub predicted_arena_bytes: usize,
-    /// What the prediction leaves out, when anything.
-    pub caveats: Vec<String>,
-    /// The step where the most bytes are alive, and the tensors alive there.
-    pub peak_step: i32,
-    pub live_at_peak: Vec<usize>,
-    /// Operators the bundled TFLM does not register.
-    pub unsupported: Vec<String>,
-}
-
-impl Analysis {
-    pub fn of(name: &str, model: &crate::tflite::Model) -> Result<Analysis, ReadError> {
-        let buffers = buffers(model)?;
-        let offsets = greedy(&buffers);
-        let sg = &model.subgraphs[0];
-        let (lower, peak_step) = lower_bound(&buffers);
-        let tail = crate::tail::predict(model)?;
-        let greedy = head_bytes(&buffers, &offsets);
-        let svdf =
-            sg.operators.iter().filter(|op| model.operator_codes[op.opcode_index as usize].builtin == SVDF).count();
-        let caveats = if svdf > 0 {
-            vec![format!("{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out")]
-        } else {
-            vec![]
-        };
-        let planned = buffers
-            .iter()
-            .zip(&offsets)
-            .map(|(b, &offset)| {
-                let t = &sg.tensors[b.tensor];
-                PlannedTensor {
-                    index: b.tensor,
-                    name: t.name.clone(),
-                    kind: crate::tflite::type_name(t.kind),
-                    shape: t.shape.clone(),
-                    bytes: b.bytes,
-                    first_step: b.first,
-                    last_step: b.last,
-                    greedy_offset: offset,
-                }
-            })
-            .collect();
-        Ok(Analysis {
-            model: name.to_owned(),
-            operators: model
-                .operator_codes
-                .iter()
-                .map(|c| format!("{} v{}", crate::tflite::builtin_name(c.builtin), c.version))
-                .collect(),
-            operator_count: sg.operators.len(),
-            tensor_count: sg.tensors.len(),
-            planned,
-            linear_bytes: linear_bytes(&buffers),
-            greedy_bytes: greedy,
-            lower_bound_bytes: lower,
-            tail_bytes: tail,
-            predicted_arena_bytes: greedy + tail,
-            caveats,
-            peak_step,
-            live_at_peak: buffers
-                .iter()
-                .filter(|b| b.first <= peak_step && peak_step <= b.last)
-                .map(|b| b.tensor)
-                .collect(),
-            unsupported: crate::tflite::unsupported(model),
-        })
-    }
-
-    /// What greedy saves over linear, in percent of linear.
-    pub fn saved_percent(&self) -> f64 {
-        if self.linear_bytes == 0 {
-            0.0
-        } else {
-            (self.linear_bytes - self.greedy_bytes) as f64 * 100.0 / self.linear_bytes as f64
-        }
-    }
 }
 
 #[cfg(test)]

@@ -415,7 +415,7 @@ fn date(seconds: i64) -> String {
 
 /// A model's memory plan: every planned tensor with its lifetime and greedy
 /// offset, then linear, greedy and the lower bound compared.
-pub fn analysis(a: &crate::planner::Analysis) -> String {
+pub fn analysis(a: &crate::analysis::Analysis) -> String {
     let mut builder = Builder::default();
     builder.push_record(["tensor", "name", "type", "shape", "bytes (aligned)", "steps", "greedy offset"]);
     for t in &a.planned {
@@ -435,7 +435,14 @@ pub fn analysis(a: &crate::planner::Analysis) -> String {
         .modify(Columns::new(4..5), Alignment::right())
         .modify(Columns::new(6..7), Alignment::right());
     let live: Vec<String> = a.live_at_peak.iter().map(usize::to_string).collect();
-    let mut out = format!(
+    let mut out = String::new();
+    if let Some(description) = &a.description {
+        out.push_str(&format!("{}: {description}\n", a.model));
+    }
+    if !a.metadata.is_empty() {
+        out.push_str(&format!("{}: metadata {}\n", a.model, a.metadata.join(", ")));
+    }
+    out += &format!(
         "{}: {} operators ({}), {} tensors, {} planned\n{table}\n\
          arena head, linear (no reuse):   {} bytes\n\
          arena head, TFLM's greedy plan:  {} bytes ({} bytes, {:.1}% less than linear)\n\
@@ -453,8 +460,43 @@ pub fn analysis(a: &crate::planner::Analysis) -> String {
         a.peak_step,
         live.join(", "),
     );
+    out.push_str(&format!(
+        "\narena tail (persistent):         {} bytes\n\
+         arena used, predicted:           {} bytes (head + tail: TFLM's arena_used_bytes() on 32-bit Arm)\n\
+         least arena TFLM accepts:        {} bytes (planning borrows room beyond head + tail)",
+        a.tail_bytes, a.predicted_arena_bytes, a.minimum_arena_bytes
+    ));
+    for caveat in &a.caveats {
+        out.push_str(&format!("\nnote: {caveat}"));
+    }
     if !a.unsupported.is_empty() {
         out.push_str(&format!("\nthe bundled TFLM does not register: {}", a.unsupported.join(", ")));
     }
     out
+}
+
+/// How the arena fits a board: the suggestion against the budget and RAM.
+pub fn fit(f: &crate::analysis::Fit) -> String {
+    let verdict = |room: usize| {
+        if f.suggested_arena_bytes <= room {
+            format!("fits, {} bytes spare", room - f.suggested_arena_bytes)
+        } else {
+            format!("DOES NOT FIT, {} bytes short", f.suggested_arena_bytes - room)
+        }
+    };
+    format!(
+        "on {}: suggested arena {} bytes (least {} + {}% safety margin, in 16-byte steps)\n  \
+         the budget's tensor arena, {} bytes: {}\n  \
+         region {} ({} bytes{}): {}",
+        f.board,
+        f.suggested_arena_bytes,
+        f.minimum_arena_bytes,
+        f.safety_margin_percent,
+        f.budget_arena_bytes,
+        verdict(f.budget_arena_bytes),
+        f.region,
+        f.region_bytes,
+        if f.region == "RAM" { " after the stack" } else { "" },
+        verdict(f.region_bytes),
+    )
 }

@@ -9,6 +9,10 @@
 //! scales; one `NodeAndRegistration` per operator; each operator's parsed
 //! options; the kernels' persistent data (at `Init`, then `Prepare`); the
 //! handles of scratch buffers; variable tensors.
+//!
+//! While it plans, TFLM also needs room it gives back: an `AllocationInfo`
+//! per tensor below the tail and its planner's working arrays above the head,
+//! so the least arena it accepts can exceed head plus tail ([`minimum_arena`]).
 
 use crate::planner::BUFFER_ALIGNMENT;
 use crate::tflite::{Model, ReadError};
@@ -30,6 +34,10 @@ const TENSOR: Layout = layout("TfLiteTensor", 64, 4);
 const AFFINE_QUANTIZATION: Layout = layout("TfLiteAffineQuantization", 12, 4);
 const NODE_AND_REGISTRATION: Layout = layout("tflite::NodeAndRegistration", 40, 4);
 const SCRATCH_HANDLE: Layout = layout("tflite::internal::ScratchBufferHandle", 12, 4);
+const ALLOCATION_INFO: Layout = layout("tflite::AllocationInfo", 20, 4);
+/// `GreedyMemoryPlanner::per_buffer_size()`: its requirement, two sort
+/// arrays, a list entry and an offset per buffer.
+const PLANNER_BYTES_PER_BUFFER: usize = 36;
 
 /// The options struct `ParseOpData` allocates for each registered builtin
 /// operator that has one (builtin code, type).
@@ -70,19 +78,21 @@ pub const OP_DATA: &[(i32, Layout)] = &[
 
 /// Every layout the prediction uses, for the test that compiles them.
 pub fn layouts() -> Vec<Layout> {
-    [ALLOCATOR, TENSOR, AFFINE_QUANTIZATION, NODE_AND_REGISTRATION, SCRATCH_HANDLE]
+    [ALLOCATOR, TENSOR, AFFINE_QUANTIZATION, NODE_AND_REGISTRATION, SCRATCH_HANDLE, ALLOCATION_INFO]
         .into_iter()
         .chain(OPTIONS.iter().chain(OP_DATA).map(|&(_, l)| l))
         .collect()
 }
 
+/// The one kernel of the bundled TFLM that asks for scratch buffers.
+pub(crate) const SVDF: i32 = 27;
 const CONV_2D: i32 = 3;
 const DEPTHWISE_CONV_2D: i32 = 4;
 const INT8: u8 = 9;
 
 /// The tail as it grows down from the arena's end (which hilmem keeps
 /// 16-byte aligned, so alignment relative to the end is absolute).
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Tail(usize);
 
 impl Tail {
@@ -95,8 +105,31 @@ impl Tail {
     }
 }
 
-/// Bytes of the persistent tail TFLM allocates for `model`'s first subgraph.
-pub fn predict(model: &Model) -> Result<usize, ReadError> {
+/// The persistent tail of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prediction {
+    /// What TFLM reports as its tail usage.
+    pub bytes: usize,
+    /// The tail when TFLM plans the head: everything but the variables.
+    pub before_variables: usize,
+    /// Entries of the planner's `AllocationInfo` array: tensors and scratch
+    /// buffers.
+    pub allocation_infos: usize,
+}
+
+/// The least arena TFLM's `AllocateTensors` accepts, given the planned head
+/// and the number of buffers it plans: the larger of what stays (head and
+/// tail) and what planning borrows, rounded up to the 16 bytes hilmem's
+/// arena sizes come in.
+pub fn minimum_arena(tail: &Prediction, head: usize, planned: usize) -> usize {
+    let mut planning = Tail(tail.before_variables);
+    planning.place(ALLOCATION_INFO, tail.allocation_infos);
+    let borrowed = planning.0 + PLANNER_BYTES_PER_BUFFER * planned;
+    borrowed.max(head + tail.bytes).next_multiple_of(BUFFER_ALIGNMENT)
+}
+
+/// The persistent tail TFLM allocates for `model`'s first subgraph.
+pub fn predict(model: &Model) -> Result<Prediction, ReadError> {
     let err = |why: String| ReadError { at: "tail", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
     let builtin = |op: &crate::tflite::Operator| {
@@ -105,6 +138,7 @@ pub fn predict(model: &Model) -> Result<usize, ReadError> {
     };
     let find = |table: &[(i32, Layout)], code| table.iter().find(|(c, _)| *c == code).map(|&(_, l)| l);
     let mut tail = Tail::default();
+    let mut scratch_buffers = 0;
     tail.place(ALLOCATOR, 1);
     tail.place(TENSOR, sg.tensors.len());
     for t in &sg.tensors {
@@ -147,16 +181,18 @@ pub fn predict(model: &Model) -> Result<usize, ReadError> {
             }
             // One scratch buffer (two for int8); their handles live here,
             // the buffers in the planned head.
-            Some(crate::planner::SVDF) => {
-                let int8 = tensor(0).is_some_and(|t| t.kind == INT8);
-                tail.place(SCRATCH_HANDLE, if int8 { 2 } else { 1 });
+            Some(SVDF) => {
+                let buffers = if tensor(0).is_some_and(|t| t.kind == INT8) { 2 } else { 1 };
+                tail.place(SCRATCH_HANDLE, buffers);
+                scratch_buffers += buffers;
             }
             _ => {}
         }
     }
+    let before_variables = tail.0;
     for t in sg.tensors.iter().filter(|t| t.is_variable) {
         let bytes = t.bytes().ok_or_else(|| err(format!("variable `{}` has a type of unknown size", t.name)))?;
         tail.alloc(bytes, BUFFER_ALIGNMENT);
     }
-    Ok(tail.0)
+    Ok(Prediction { bytes: tail.0, before_variables, allocation_infos: sg.tensors.len() + scratch_buffers })
 }

@@ -1,7 +1,8 @@
 //! `cargo xtask analyze`: a model's memory plan before anything is built.
 
 use anyhow::{Context, Result};
-use harness::planner::Analysis;
+use harness::analysis::{Analysis, Fit};
+use harness::board::Board;
 use harness::{models, report, tflite, Workspace};
 
 use crate::exit;
@@ -10,6 +11,9 @@ use crate::exit;
 pub struct Args {
     /// A model of hil.toml, or the path of a .tflite file.
     model: String,
+    /// Also show how the arena fits this board's budget and RAM.
+    #[arg(long)]
+    board: Option<String>,
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -31,9 +35,26 @@ pub fn run(args: Args) -> Result<i32> {
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
     let analysis = Analysis::of(&args.model, &model)?;
+    let fit = match &args.board {
+        Some(name) => Some(analysis.fit(&Board::load(&ws, name)?)?),
+        None => None,
+    };
     match args.format {
-        Format::Table => println!("{}", report::analysis(&analysis)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&analysis).expect("analysis serializes")),
+        Format::Table => {
+            println!("{}", report::analysis(&analysis));
+            if let Some(fit) = &fit {
+                println!("{}", report::fit(fit));
+            }
+        }
+        Format::Json => {
+            // The analysis, and the fit when a board was given.
+            let mut output = serde_json::to_value(&analysis).expect("analysis serializes");
+            if let Some(fit) = &fit {
+                output["fit"] = serde_json::to_value(fit).expect("fit serializes");
+            }
+            println!("{}", serde_json::to_string_pretty(&output).expect("analysis serializes"));
+        }
     }
-    Ok(if analysis.unsupported.is_empty() { exit::OK } else { exit::ERROR })
+    let fits = fit.as_ref().is_none_or(Fit::fits);
+    Ok(if analysis.unsupported.is_empty() && fits { exit::OK } else { exit::ERROR })
 }

@@ -57,6 +57,15 @@ pub struct Args {
     /// Also fail on new, missing and improved figures.
     #[arg(long)]
     strict: bool,
+    /// `auto`: size every model's arena from the analyzer's prediction plus
+    /// the board's safety margin (as `arena_bytes = "auto"` in the models file).
+    #[arg(long, value_enum)]
+    arena: Option<ArenaFlag>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ArenaFlag {
+    Auto,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -78,6 +87,7 @@ pub fn run(args: Args) -> Result<i32> {
         options.scenarios = args.scenarios;
     }
     options.frames = args.frames;
+    options.arena_auto = args.arena.is_some();
     if let Some(config) = args.config {
         options.models_file = config;
     }

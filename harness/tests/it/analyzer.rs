@@ -7,8 +7,8 @@ use std::process::Command;
 
 use object::{Object, ObjectSection};
 
+use harness::analysis::Analysis;
 use harness::measurement::SINGLE_FRAME;
-use harness::planner::Analysis;
 use harness::tail::{self, Layout};
 use harness::tflite::{self, builtin_name};
 use harness::tflm_ops;
@@ -107,9 +107,8 @@ fn the_kernel_table_matches_the_kernels_that_allocate() {
 fn the_tail_layouts_match_the_bundled_tflm() {
     let layouts = tail::layouts();
     let mut probe = String::new();
-    for header in ["c/builtin_op_data.h", "c/common.h", "micro/micro_allocator.h", "micro/simple_memory_allocator.h"] {
-        probe += &format!("#include \"tensorflow/lite/{header}\"\n");
-    }
+    // The sources, for types private to them (`AllocationInfo`, `OpData`).
+    probe += "#include \"tensorflow/lite/micro/micro_allocator.cc\"\n";
     for op_data in tail::OP_DATA {
         probe += &format!("#include \"tensorflow/lite/micro/kernels/{}.cc\"\n", kernel_of(&op_data.1));
     }
@@ -160,4 +159,49 @@ fn the_prediction_is_what_tflm_does_on_the_board() {
         assert!(planned.len() > 2, "{name}");
         assert_eq!(in_head, planned, "{name}: tensor -> offset, placed by TFLM vs planned");
     }
+}
+
+/// The least arena of the analysis is exactly where TFLM stops accepting the
+/// model, whether planning (hello_world) or the plan itself (micro_speech)
+/// sets it; and "auto" builds with the suggestion for the board and runs.
+#[test]
+fn the_least_arena_is_where_tflm_starts_to_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = crate::support::ws().root().join("firmware/models");
+    let entry = |name: &str, file: &str, arena: String, input: &str| {
+        format!(
+            "[[model]]\nname = \"{name}\"\nfile = \"{}\"\narena_bytes = {arena}\n[[model.input]]\nname = \"x\"\n{input}\n",
+            models.join(file).display()
+        )
+    };
+    let least = |name: &str| {
+        Analysis::of(name, &tflite::read(&model(name).read().unwrap()).unwrap()).unwrap().minimum_arena_bytes
+    };
+    let (hello, speech) = (least("hello_world"), least("micro_speech"));
+    let hello_input = "values = [0.5]";
+    let speech_input = format!("file = \"{}\"", models.join("yes_micro_f2e59fea_nohash_1.data").display());
+    let toml = [
+        entry("hello-least", "hello_world.tflite", hello.to_string(), hello_input),
+        entry("hello-short", "hello_world.tflite", (hello - 16).to_string(), hello_input),
+        entry("speech-least", "micro_speech.tflite", speech.to_string(), &speech_input),
+        entry("speech-short", "micro_speech.tflite", (speech - 16).to_string(), &speech_input),
+        entry("hello-auto", "hello_world.tflite", "\"auto\"".into(), hello_input),
+    ]
+    .concat();
+    let results = crate::support::hil_with_models(dir.path(), &toml);
+    let capacity = |name: &str| {
+        let r = results.records.iter().find(|r| r.model == name).unwrap_or_else(|| panic!("{name}: {results:#?}"));
+        assert!(r.passed(), "{r:?}");
+        r.metrics["arena_capacity_bytes"] as usize
+    };
+    assert_eq!((capacity("hello-least"), capacity("speech-least")), (hello, speech));
+    // Planning borrows room for hello_world; micro_speech needs its plan.
+    let hello_analysis = Analysis::of("h", &tflite::read(&model("hello_world").read().unwrap()).unwrap()).unwrap();
+    assert!(hello > hello_analysis.predicted_arena_bytes, "{hello}");
+    for name in ["hello-short", "speech-short"] {
+        let failed = results.failed.iter().find(|f| f.model == name).unwrap_or_else(|| panic!("{name} ran"));
+        assert!(failed.error.contains("TFLM could not load the model"), "{}", failed.error);
+    }
+    let suggested = hello_analysis.fit(&default_board()).unwrap().suggested_arena_bytes;
+    assert_eq!(capacity("hello-auto"), suggested);
 }

@@ -145,7 +145,7 @@ fn image_sizes_agree_with_the_section_table() {
     assert_eq!(sizes.flash_bytes, Some(flash));
     let ram = size(".data") + size(".bss") + size(".uninit") + size(".hilmem_arena");
     assert_eq!(sizes.static_ram_bytes + sizes.arena_capacity_bytes, ram);
-    assert_eq!(sizes.arena_capacity_bytes, u64::from(model("person_detection").arena_bytes));
+    assert_eq!(sizes.arena_capacity_bytes, u64::from(model("person_detection").arena_bytes(&board).unwrap()));
     // The model flatbuffer is in flash, whole.
     assert!(sizes.flash_bytes.unwrap() > firmware.model_bytes);
 }

@@ -1,0 +1,193 @@
+//! A model's memory analysis, as `cargo xtask analyze` shows it: the plan
+//! (lifetimes, greedy offsets, linear and lower bound), the predicted arena
+//! for the bundled 32-bit TFLM, and how it fits a board.
+
+use crate::board::{Board, Layout};
+use crate::planner::{buffers, greedy, head_bytes, linear_bytes, lower_bound, BUFFER_ALIGNMENT};
+use crate::tail;
+use crate::tflite::{self, Model, ReadError};
+
+/// One planned tensor of an [`Analysis`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlannedTensor {
+    pub index: usize,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub shape: Vec<i32>,
+    /// Aligned as TFLM plans it.
+    pub bytes: usize,
+    pub first_step: i32,
+    pub last_step: i32,
+    pub greedy_offset: usize,
+}
+
+/// A model's memory plan, as `cargo xtask analyze` shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Analysis {
+    pub model: String,
+    /// The converter's description, and the names of the metadata entries.
+    pub description: Option<String>,
+    pub metadata: Vec<String>,
+    /// `NAME vN` for each operator code.
+    pub operators: Vec<String>,
+    pub operator_count: usize,
+    pub tensor_count: usize,
+    pub planned: Vec<PlannedTensor>,
+    pub linear_bytes: usize,
+    /// The planned head: what TFLM's greedy plan needs.
+    pub greedy_bytes: usize,
+    pub lower_bound_bytes: usize,
+    /// The persistent tail the bundled 32-bit TFLM allocates.
+    pub tail_bytes: usize,
+    /// What TFLM's `arena_used_bytes()` will say: head plus tail.
+    pub predicted_arena_bytes: usize,
+    /// The least arena `AllocateTensors` accepts (planning borrows room
+    /// beyond head plus tail).
+    pub minimum_arena_bytes: usize,
+    /// What the prediction leaves out, when anything.
+    pub caveats: Vec<String>,
+    /// The step where the most bytes are alive, and the tensors alive there.
+    pub peak_step: i32,
+    pub live_at_peak: Vec<usize>,
+    /// Operators the bundled TFLM does not register.
+    pub unsupported: Vec<String>,
+}
+
+impl Analysis {
+    pub fn of(name: &str, model: &Model) -> Result<Analysis, ReadError> {
+        let buffers = buffers(model)?;
+        let offsets = greedy(&buffers);
+        let sg = &model.subgraphs[0];
+        let (lower, peak_step) = lower_bound(&buffers);
+        let tail = tail::predict(model)?;
+        let greedy = head_bytes(&buffers, &offsets);
+        let svdf = sg
+            .operators
+            .iter()
+            .filter(|op| model.operator_codes[op.opcode_index as usize].builtin == tail::SVDF)
+            .count();
+        let caveats = if svdf > 0 {
+            vec![format!("{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out")]
+        } else {
+            vec![]
+        };
+        let planned = buffers
+            .iter()
+            .zip(&offsets)
+            .map(|(b, &offset)| {
+                let t = &sg.tensors[b.tensor];
+                PlannedTensor {
+                    index: b.tensor,
+                    name: t.name.clone(),
+                    kind: tflite::type_name(t.kind),
+                    shape: t.shape.clone(),
+                    bytes: b.bytes,
+                    first_step: b.first,
+                    last_step: b.last,
+                    greedy_offset: offset,
+                }
+            })
+            .collect();
+        Ok(Analysis {
+            model: name.to_owned(),
+            description: model.description.clone(),
+            metadata: model.metadata.iter().map(|(name, _)| name.clone()).collect(),
+            operators: model
+                .operator_codes
+                .iter()
+                .map(|c| format!("{} v{}", tflite::builtin_name(c.builtin), c.version))
+                .collect(),
+            operator_count: sg.operators.len(),
+            tensor_count: sg.tensors.len(),
+            planned,
+            linear_bytes: linear_bytes(&buffers),
+            greedy_bytes: greedy,
+            lower_bound_bytes: lower,
+            tail_bytes: tail.bytes,
+            predicted_arena_bytes: greedy + tail.bytes,
+            minimum_arena_bytes: tail::minimum_arena(&tail, greedy, buffers.len()),
+            caveats,
+            peak_step,
+            live_at_peak: buffers
+                .iter()
+                .filter(|b| b.first <= peak_step && peak_step <= b.last)
+                .map(|b| b.tensor)
+                .collect(),
+            unsupported: tflite::unsupported(model),
+        })
+    }
+
+    /// What greedy saves over linear, in percent of linear.
+    pub fn saved_percent(&self) -> f64 {
+        if self.linear_bytes == 0 {
+            0.0
+        } else {
+            (self.linear_bytes - self.greedy_bytes) as f64 * 100.0 / self.linear_bytes as f64
+        }
+    }
+}
+
+/// Why a prediction does not apply to a board.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "board `{board}` runs {target}: the arena prediction is for 32-bit Arm (thumb) targets; give `arena_bytes` for it"
+)]
+pub struct NotPredicted {
+    pub board: String,
+    pub target: String,
+}
+
+/// How a model's arena fits a board.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Fit {
+    pub board: String,
+    /// The least arena TFLM accepts for the model.
+    pub minimum_arena_bytes: usize,
+    pub safety_margin_percent: u32,
+    /// The minimum plus the board's safety margin, in 16-byte steps: what
+    /// `arena_bytes = "auto"` builds with.
+    pub suggested_arena_bytes: usize,
+    /// What the board's memory budget sets aside for the arena.
+    pub budget_arena_bytes: usize,
+    /// The memory region the arena is linked into, and its size.
+    pub region: &'static str,
+    pub region_bytes: usize,
+}
+
+impl Fit {
+    pub fn fits(&self) -> bool {
+        self.suggested_arena_bytes <= self.budget_arena_bytes && self.suggested_arena_bytes <= self.region_bytes
+    }
+}
+
+impl Analysis {
+    /// The arena this model needs on `board`, against the board's budget and
+    /// RAM.
+    pub fn fit(&self, board: &Board) -> Result<Fit, NotPredicted> {
+        let Layout::BareMetal(map) = &board.layout else {
+            return Err(NotPredicted { board: board.name.clone(), target: board.target.clone() });
+        };
+        if !board.target.starts_with("thumb") {
+            return Err(NotPredicted { board: board.name.clone(), target: board.target.clone() });
+        }
+        let margin = board.budget.safety_margin_percent;
+        let suggested = (self.minimum_arena_bytes + (self.minimum_arena_bytes * margin as usize).div_ceil(100))
+            .next_multiple_of(BUFFER_ALIGNMENT);
+        // A region of its own holds only the arena; in RAM the stack's budget
+        // is taken off (static data is not known before the build).
+        let (region, region_bytes) = match map.arena {
+            Some(arena) => ("ARENA", arena.length),
+            None => ("RAM", map.ram.length.saturating_sub(map.stack_bytes)),
+        };
+        Ok(Fit {
+            board: board.name.clone(),
+            minimum_arena_bytes: self.minimum_arena_bytes,
+            safety_margin_percent: margin,
+            suggested_arena_bytes: suggested,
+            budget_arena_bytes: board.budget.tensor_arena_bytes as usize,
+            region,
+            region_bytes: region_bytes as usize,
+        })
+    }
+}
