@@ -184,7 +184,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
         let arena = match raw_model.arena_bytes {
             RawArena::Word(w) if w == "auto" => Arena::Auto,
             RawArena::Word(w) => return Err(invalid(key("arena_bytes"), &format!("`{w}`: give bytes or \"auto\""))),
-            RawArena::Bytes(b) if b < 16 || b % 16 != 0 => {
+            RawArena::Bytes(b) if b < 16 || !b.is_multiple_of(16) => {
                 return Err(invalid(key("arena_bytes"), "must be a multiple of 16 (TFLM's alignment), at least 16"))
             }
             RawArena::Bytes(b) => Arena::Bytes(b),
@@ -430,7 +430,7 @@ expect_class = 2
             crate::analysis::Analysis::of("m", &crate::tflite::read(&std::fs::read(&hello).unwrap()).unwrap()).unwrap();
         let m7 = spec.arena_bytes(&board("qemu-m7")).unwrap();
         assert_eq!(m7 as usize, analysis.fit(&board("qemu-m7")).unwrap().suggested_arena_bytes);
-        assert!(m7 as usize > analysis.minimum_arena_bytes && m7 % 16 == 0, "{m7}");
+        assert!(m7 as usize > analysis.minimum_arena_bytes && m7.is_multiple_of(16), "{m7}");
         let host = spec.arena_bytes(&board("host")).unwrap_err().to_string();
         assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
     }
