@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod elf;
 pub mod firmware;
 pub mod fsutil;
+pub mod fuzz;
 pub mod gitrepo;
 pub mod hil;
 pub mod measurement;

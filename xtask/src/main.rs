@@ -8,6 +8,7 @@ mod boards;
 mod ci;
 mod doctor;
 mod exit;
+mod fuzz;
 mod hil;
 mod matrix;
 mod test;
@@ -31,6 +32,8 @@ enum Command {
     Baseline(baseline::Args),
     /// Time a full emulated run against bare QEMU runs of the same images.
     Bench(bench::Args),
+    /// Damage the example models and keep each new kind of reader error in the test corpus.
+    Fuzz(fuzz::Args),
     /// Exactly what CI runs: formatting, lints, workflow files, tests, and every emulated board against the baselines.
     Ci(ci::Args),
     /// The CI job matrix of the boards, as JSON.
@@ -52,6 +55,7 @@ fn main() {
         Command::Bench(args) => bench::run(args),
         Command::Boards => boards::run(),
         Command::Ci(args) => ci::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Matrix(args) => matrix::run(args),
         Command::Doctor => doctor::run(),
         Command::Test(args) => test::run(args),
