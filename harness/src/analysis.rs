@@ -191,3 +191,111 @@ impl Analysis {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tflite::{Operator, OperatorCode, Quantization, Subgraph, Tensor};
+
+    const FLOAT32: u8 = 0;
+
+    fn tensor(name: &str, shape: &[i32], buffer: u32) -> Tensor {
+        Tensor {
+            name: name.into(),
+            shape: shape.to_vec(),
+            kind: FLOAT32,
+            buffer,
+            is_variable: false,
+            quantization: Quantization::default(),
+        }
+    }
+
+    fn op(inputs: &[i32], outputs: &[i32]) -> Operator {
+        Operator { opcode_index: 0, inputs: inputs.to_vec(), outputs: outputs.to_vec() }
+    }
+
+    /// A graph written with the flatbuffers builder and read back, so the
+    /// whole path from file to plan is exercised.
+    fn analyse(tensors: Vec<Tensor>, operators: Vec<Operator>, inputs: &[i32], outputs: &[i32]) -> Analysis {
+        let model = Model {
+            version: 3,
+            description: None,
+            metadata: vec![],
+            operator_codes: vec![OperatorCode { builtin: 0, custom: None, version: 1 }], // ADD
+            subgraphs: vec![Subgraph { tensors, inputs: inputs.to_vec(), outputs: outputs.to_vec(), operators }],
+            buffers: vec![0, 64],
+        };
+        Analysis::of("synthetic", &tflite::read(&tflite::write(&model)).unwrap()).unwrap()
+    }
+
+    fn offsets(a: &Analysis) -> Vec<(usize, usize, usize)> {
+        a.planned.iter().map(|t| (t.index, t.bytes, t.greedy_offset)).collect()
+    }
+
+    /// Two branches from one input, joined by a concatenation (with a
+    /// zero-size third input), then a scalar. Placed by hand, largest first:
+    /// t3 (48) at 0; t0 (32, steps 0-1) beside t3 in time, at 0; t1 (32,
+    /// 0-2) clears t3 and t0: 48; t2 (16, 1-2) clears t3, t0, t1: 80; t4
+    /// (16, step 3) only meets t3: 48; t5 (0 bytes) fits the first gap: 0.
+    #[test]
+    fn branches_a_concatenation_and_zero_size_and_scalar_tensors() {
+        let a = analyse(
+            vec![
+                tensor("in", &[1, 8], 0),
+                tensor("left", &[1, 8], 0),
+                tensor("right", &[1, 4], 0),
+                tensor("joined", &[1, 12], 0),
+                tensor("scalar", &[], 0),
+                tensor("empty", &[0], 0),
+                tensor("weights", &[1, 8], 1),
+            ],
+            vec![op(&[0, 6], &[1]), op(&[0], &[2, 5]), op(&[1, 2, 5], &[3]), op(&[3], &[4])],
+            &[0],
+            &[4],
+        );
+        assert_eq!(offsets(&a), [(0, 32, 0), (1, 32, 48), (2, 16, 80), (3, 48, 0), (4, 16, 48), (5, 0, 0)]);
+        assert_eq!((a.greedy_bytes, a.linear_bytes, a.lower_bound_bytes, a.peak_step), (96, 144, 96, 2));
+        assert_eq!(a.live_at_peak, [1, 2, 3, 5]);
+        assert_eq!(a.planned.iter().find(|t| t.index == 4).unwrap().shape, Vec::<i32>::new());
+    }
+
+    /// Equal sizes keep tensor order (TFLM's sort is stable), and a constant
+    /// (tensor 3, its buffer has data) and a variable are never planned.
+    #[test]
+    fn equal_sizes_constants_and_variables() {
+        let mut state = tensor("state", &[1, 4], 0);
+        state.is_variable = true;
+        let a = analyse(
+            vec![tensor("a", &[1, 4], 0), tensor("b", &[1, 4], 0), tensor("c", &[1, 4], 0), tensor("k", &[16], 1), state],
+            vec![op(&[0, 3, 4], &[1]), op(&[0, 1], &[2])],
+            &[0],
+            &[2],
+        );
+        assert_eq!(offsets(&a), [(0, 16, 0), (1, 16, 16), (2, 16, 32)]);
+        assert_eq!((a.greedy_bytes, a.lower_bound_bytes), (48, 48));
+        // The tail by hand: the allocator (20), five TfLiteTensors (320), two
+        // NodeAndRegistrations (80), two TfLiteAddParams (8): 428; then the
+        // variable's 16 bytes, 16-aligned: 448.
+        assert_eq!((a.tail_bytes, a.predicted_arena_bytes), (448, 48 + 448));
+    }
+
+    /// A tensor that is written but never read has no lifetime TFLM accepts.
+    #[test]
+    fn a_tensor_written_and_never_read_is_an_error() {
+        let model = Model {
+            version: 3,
+            description: None,
+            metadata: vec![],
+            operator_codes: vec![OperatorCode { builtin: 0, custom: None, version: 1 }],
+            subgraphs: vec![Subgraph {
+                tensors: vec![tensor("in", &[1], 0), tensor("out", &[1], 0), tensor("dangling", &[1], 0)],
+                inputs: vec![0],
+                outputs: vec![1],
+                operators: vec![op(&[0], &[1, 2])],
+            }],
+            buffers: vec![0],
+        };
+        let e = Analysis::of("m", &model).unwrap_err().to_string();
+        assert!(e.contains("tensor 2 (`dangling`)"), "{e}");
+    }
+}
