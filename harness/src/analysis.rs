@@ -266,7 +266,13 @@ mod tests {
         let mut state = tensor("state", &[1, 4], 0);
         state.is_variable = true;
         let a = analyse(
-            vec![tensor("a", &[1, 4], 0), tensor("b", &[1, 4], 0), tensor("c", &[1, 4], 0), tensor("k", &[16], 1), state],
+            vec![
+                tensor("a", &[1, 4], 0),
+                tensor("b", &[1, 4], 0),
+                tensor("c", &[1, 4], 0),
+                tensor("k", &[16], 1),
+                state,
+            ],
             vec![op(&[0, 3, 4], &[1]), op(&[0, 1], &[2])],
             &[0],
             &[2],

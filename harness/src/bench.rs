@@ -1,8 +1,8 @@
 //! What hilmem costs. In time: a full emulated run (every QEMU board, every
 //! model, single-frame, boards in parallel) against running the same images
-//! with bare `qemu-system-arm`, one after another, fed the same command. In
-//! memory: the firmware with and without the arena layer's measurement
-//! machinery, from the ELF.
+//! with bare `qemu-system-arm`, one after another, fed the same command; and
+//! the analyzer's parse and plan of a model. In memory: the firmware with
+//! and without the arena layer's measurement machinery, from the ELF.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -155,4 +155,75 @@ pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -
         sizes.push(crate::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
     }
     Ok(LayerCost { board: board.name, model: model.to_owned(), with: sizes[0], without: sizes[1] })
+}
+
+/// A synthetic model for the analyzer's benchmark: a chain of `tensors`
+/// float32 activations where each operator also reads the activation two
+/// steps back (a skip connection), sized 16 to 1024 bytes.
+pub fn synthetic_model(tensors: usize) -> Vec<u8> {
+    use crate::tflite::{Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
+    let tensor = |i: usize| Tensor {
+        name: format!("t{i}"),
+        shape: vec![1, (4 * (1 + (i * 37) % 64)) as i32],
+        kind: 0,
+        buffer: 0,
+        is_variable: false,
+        quantization: Quantization::default(),
+    };
+    let operators = (0..tensors.saturating_sub(1))
+        .map(|k| {
+            let mut inputs = vec![k as i32];
+            if k >= 2 {
+                inputs.push(k as i32 - 2);
+            }
+            Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1] }
+        })
+        .collect();
+    crate::tflite::write(&Model {
+        version: 3,
+        description: Some("hilmem synthetic benchmark model".into()),
+        metadata: vec![],
+        operator_codes: vec![OperatorCode { builtin: 0, custom: None, version: 1 }],
+        subgraphs: vec![Subgraph {
+            tensors: (0..tensors).map(tensor).collect(),
+            inputs: vec![0],
+            outputs: vec![tensors as i32 - 1],
+            operators,
+        }],
+        buffers: vec![0],
+    })
+}
+
+/// Parsing and planning one model: the mean time of one
+/// [`crate::analysis::Analysis::of`] over its file's bytes.
+#[derive(Debug, Clone)]
+pub struct AnalyzerTiming {
+    pub model: String,
+    pub tensors: usize,
+    pub bytes: usize,
+    pub iterations: u32,
+    pub mean: Duration,
+}
+
+/// Times parse + plan for `models` (name, bytes): repeated for at least
+/// half a second and three iterations each.
+pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, crate::tflite::ReadError> {
+    let mut timings = Vec::new();
+    for (name, bytes) in models {
+        let analyse = || crate::analysis::Analysis::of(name, &crate::tflite::read(bytes)?);
+        let tensors = analyse()?.tensor_count;
+        let (mut iterations, started) = (0u32, Instant::now());
+        while iterations < 3 || started.elapsed() < Duration::from_millis(500) {
+            std::hint::black_box(analyse()?);
+            iterations += 1;
+        }
+        timings.push(AnalyzerTiming {
+            model: name.clone(),
+            tensors,
+            bytes: bytes.len(),
+            iterations,
+            mean: started.elapsed() / iterations,
+        });
+    }
+    Ok(timings)
 }

@@ -71,65 +71,42 @@ pub fn buffers(model: &Model) -> Result<Vec<Buffer>, ReadError> {
 
 /// Offsets of `buffers` as TFLM's `GreedyMemoryPlanner` places them: largest
 /// first (a stable sort), each at the lowest offset that clears every buffer
-/// it overlaps in time, searching the buffers placed so far in offset order.
+/// it overlaps in time, found by walking those buffers in offset order (ties
+/// in the order they were placed) for the first gap that is large enough.
+///
+/// TFLM walks a list of every placed buffer for each new one, which is
+/// quadratic; here an index of the placed buffers alive at each step finds
+/// the ones that overlap, so the cost follows how many buffers meet in time.
 pub fn greedy(buffers: &[Buffer]) -> Vec<usize> {
-    struct Entry {
-        offset: usize,
-        buffer: usize,
-        next: Option<usize>,
-    }
     let mut offsets = vec![0; buffers.len()];
     let mut order: Vec<usize> = (0..buffers.len()).collect();
     order.sort_by(|&a, &b| buffers[b].bytes.cmp(&buffers[a].bytes));
-    let Some((&largest, rest)) = order.split_first() else { return offsets };
-    let mut entries = vec![Entry { offset: 0, buffer: largest, next: None }];
-    let overlaps = |e: &Entry, b: &Buffer| !(buffers[e.buffer].first > b.last || b.first > buffers[e.buffer].last);
-    for &id in rest {
+    let steps = buffers.iter().map(|b| b.last + 1).max().unwrap_or(0).max(0) as usize;
+    // Placed buffers by step, as (placement number, buffer).
+    let mut alive: Vec<Vec<(usize, usize)>> = vec![Vec::new(); steps];
+    let mut seen = vec![usize::MAX; buffers.len()];
+    let mut met: Vec<(usize, usize, usize)> = Vec::new();
+    for (placed, &id) in order.iter().enumerate() {
         let wanted = buffers[id];
-        let next_active = |entries: &[Entry], after: Option<usize>| {
-            let mut candidate = match after {
-                None => Some(0),
-                Some(e) => entries[e].next,
-            };
-            while let Some(c) = candidate {
-                if overlaps(&entries[c], &wanted) {
-                    return Some(c);
-                }
-                candidate = entries[c].next;
+        let span = wanted.first as usize..=wanted.last as usize;
+        met.clear();
+        for &(number, other) in alive[span.clone()].iter().flatten() {
+            if seen[other] != placed {
+                seen[other] = placed;
+                met.push((offsets[other], number, other));
             }
-            None
-        };
-        let mut prior: Option<usize> = None;
-        let mut offset = 0usize;
-        loop {
-            let next = next_active(&entries, prior);
-            if let Some(p) = prior {
-                offset = offset.max(entries[p].offset + buffers[entries[p].buffer].bytes);
-            }
-            let Some(n) = next else { break };
-            if entries[n].offset as i64 - offset as i64 >= wanted.bytes as i64 {
+        }
+        met.sort_unstable();
+        let mut offset = 0;
+        for &(at, _, other) in &met {
+            if at >= offset && at - offset >= wanted.bytes {
                 break;
             }
-            prior = Some(n);
+            offset = offset.max(at + buffers[other].bytes);
         }
         offsets[id] = offset;
-        // Keep the list in offset order (after equal offsets).
-        let new = entries.len();
-        entries.push(Entry { offset, buffer: id, next: None });
-        let mut current = 0;
-        loop {
-            match entries[current].next {
-                None => {
-                    entries[current].next = Some(new);
-                    break;
-                }
-                Some(n) if entries[n].offset > offset => {
-                    entries[new].next = Some(n);
-                    entries[current].next = Some(new);
-                    break;
-                }
-                Some(n) => current = n,
-            }
+        for step in span {
+            alive[step].push((placed, id));
         }
     }
     offsets
@@ -145,12 +122,23 @@ pub fn linear_bytes(buffers: &[Buffer]) -> usize {
     buffers.iter().map(|b| b.bytes).sum()
 }
 
-/// No plan can do better: the most bytes alive at one step, and that step.
+/// No plan can do better: the most bytes alive at one step, and that step
+/// (the first, on a tie). One sweep over the steps.
 pub fn lower_bound(buffers: &[Buffer]) -> (usize, i32) {
-    let steps = buffers.iter().map(|b| b.last).max().unwrap_or(-1);
-    (0..=steps)
-        .map(|step| (buffers.iter().filter(|b| b.first <= step && step <= b.last).map(|b| b.bytes).sum(), step))
-        .fold((0, 0), |best, here| if here.0 > best.0 { here } else { best })
+    let steps = buffers.iter().map(|b| b.last + 1).max().unwrap_or(0).max(0) as usize;
+    let mut change = vec![0i64; steps + 1];
+    for b in buffers {
+        change[b.first as usize] += b.bytes as i64;
+        change[b.last as usize + 1] -= b.bytes as i64;
+    }
+    let (mut alive, mut best) = (0i64, (0, 0));
+    for (step, delta) in change.iter().enumerate() {
+        alive += delta;
+        if alive as usize > best.0 {
+            best = (alive as usize, step as i32);
+        }
+    }
+    best
 }
 
 #[cfg(test)]
@@ -159,6 +147,96 @@ mod tests {
 
     fn b(bytes: usize, first: i32, last: i32) -> Buffer {
         Buffer { tensor: 0, bytes, first, last }
+    }
+
+    /// TFLM's `GreedyMemoryPlanner::CalculateOffsetsIfNeeded`, transcribed
+    /// (a linked list of every placed buffer in offset order, walked from
+    /// the start for each new buffer): the reference `greedy` must match.
+    fn tflm_reference(buffers: &[Buffer]) -> Vec<usize> {
+        struct Entry {
+            offset: usize,
+            buffer: usize,
+            next: Option<usize>,
+        }
+        let mut offsets = vec![0; buffers.len()];
+        let mut order: Vec<usize> = (0..buffers.len()).collect();
+        order.sort_by(|&a, &b| buffers[b].bytes.cmp(&buffers[a].bytes));
+        let Some((&largest, rest)) = order.split_first() else { return offsets };
+        let mut entries = vec![Entry { offset: 0, buffer: largest, next: None }];
+        let overlaps = |e: &Entry, b: &Buffer| !(buffers[e.buffer].first > b.last || b.first > buffers[e.buffer].last);
+        for &id in rest {
+            let wanted = buffers[id];
+            let next_active = |entries: &[Entry], after: Option<usize>| {
+                let mut candidate = match after {
+                    None => Some(0),
+                    Some(e) => entries[e].next,
+                };
+                while let Some(c) = candidate {
+                    if overlaps(&entries[c], &wanted) {
+                        return Some(c);
+                    }
+                    candidate = entries[c].next;
+                }
+                None
+            };
+            let mut prior: Option<usize> = None;
+            let mut offset = 0usize;
+            loop {
+                let next = next_active(&entries, prior);
+                if let Some(p) = prior {
+                    offset = offset.max(entries[p].offset + buffers[entries[p].buffer].bytes);
+                }
+                let Some(n) = next else { break };
+                if entries[n].offset as i64 - offset as i64 >= wanted.bytes as i64 {
+                    break;
+                }
+                prior = Some(n);
+            }
+            offsets[id] = offset;
+            let new = entries.len();
+            entries.push(Entry { offset, buffer: id, next: None });
+            let mut current = 0;
+            loop {
+                match entries[current].next {
+                    None => {
+                        entries[current].next = Some(new);
+                        break;
+                    }
+                    Some(n) if entries[n].offset > offset => {
+                        entries[new].next = Some(n);
+                        entries[current].next = Some(new);
+                        break;
+                    }
+                    Some(n) => current = n,
+                }
+            }
+        }
+        offsets
+    }
+
+    /// Random lifetimes and sizes (many ties, many gaps): the indexed
+    /// `greedy` places every buffer where TFLM's list walk does.
+    #[test]
+    fn greedy_places_as_tflm_does_on_random_graphs() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as i32
+        };
+        for _ in 0..500 {
+            let count = 1 + next(60) as usize;
+            let steps = 1 + next(20);
+            let buffers: Vec<Buffer> = (0..count)
+                .map(|i| {
+                    let first = next(steps as u64);
+                    let last = first + next((steps - first) as u64);
+                    Buffer { tensor: i, bytes: 16 * next(8) as usize, first, last }
+                })
+                .collect();
+            assert_eq!(greedy(&buffers), tflm_reference(&buffers), "{buffers:?}");
+        }
     }
 
     #[test]

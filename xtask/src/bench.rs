@@ -1,8 +1,8 @@
 //! `cargo xtask bench`: what the harness costs on top of bare QEMU, and what
 //! the arena layer's measurement machinery costs in the firmware.
 
-use anyhow::Result;
-use harness::{bench, Workspace};
+use anyhow::{Context, Result};
+use harness::{bench, models, Workspace};
 
 use crate::exit;
 
@@ -11,10 +11,38 @@ pub struct Args {
     /// Boards the harness runs at once [default: the number of cores].
     #[arg(long)]
     jobs: Option<usize>,
+    /// Only the analyzer: parse and plan person_detection and synthetic
+    /// models of 1,000 to 10,000 tensors (builds and runs nothing).
+    #[arg(long)]
+    analyzer: bool,
 }
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
+    let mut models = vec![(
+        "person_detection".to_owned(),
+        models::load(&ws.models_file())?
+            .into_iter()
+            .find(|m| m.name == "person_detection")
+            .context("no person_detection in hil.toml")?
+            .read()?,
+    )];
+    models.extend([1_000, 2_000, 5_000, 10_000].map(|n| (format!("synthetic-{n}"), bench::synthetic_model(n))));
+    println!("analyzer, parse + plan (mean of repeated runs, this machine):");
+    for t in bench::analyzer(&models)? {
+        println!(
+            "  {:<18} {:>6} tensors {:>8} bytes  {:>10.3} ms  ({} runs)",
+            t.model,
+            t.tensors,
+            t.bytes,
+            t.mean.as_secs_f64() * 1e3,
+            t.iterations
+        );
+    }
+    if args.analyzer {
+        return Ok(exit::OK);
+    }
+    println!();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let cost = bench::layer_cost(&ws, LAYER_COST_MODEL, &mut |line| eprintln!("{line}"))?;
     let report = bench::run(&ws, jobs, &mut |line| eprintln!("{line}"))?;
