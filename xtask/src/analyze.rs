@@ -1,7 +1,7 @@
 //! `cargo xtask analyze`: a model's memory plan before anything is built.
 
 use anyhow::{Context, Result};
-use harness::analysis::{Analysis, Fit};
+use harness::analysis::Analysis;
 use harness::board::Board;
 use harness::{models, report, tflite, Workspace};
 
@@ -55,6 +55,11 @@ pub fn run(args: Args) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&output).expect("analysis serializes"));
         }
     }
-    let fits = fit.as_ref().is_none_or(Fit::fits);
-    Ok(if analysis.unsupported.is_empty() && fits { exit::OK } else { exit::ERROR })
+    Ok(if !analysis.unsupported.is_empty() {
+        exit::ERROR
+    } else if fit.as_ref().is_some_and(|f| !f.fits()) {
+        exit::REGRESSION
+    } else {
+        exit::OK
+    })
 }

@@ -2,7 +2,8 @@
 
 /// Everything ran and nothing regressed.
 pub const OK: i32 = 0;
-/// A measurement failed its checks (a regression).
+/// A measurement failed its checks (a regression), or a model does not fit
+/// the board it was analysed for.
 pub const REGRESSION: i32 = 1;
 /// Infrastructure or configuration error: a bad file, a failed build, a
 /// target that faulted or hung, a missing tool.

@@ -26,7 +26,7 @@ struct Cli {
 enum Command {
     /// Build the reference firmware, run the scenarios, report memory figures.
     Hil(hil::Args),
-    /// A model's memory plan: tensors, lifetimes, TFLM's greedy plan against linear and the lower bound.
+    /// A model's memory plan and predicted arena, before building: tensors, lifetimes, TFLM's greedy plan, the tail, the least arena, and with --board the fit.
     Analyze(analyze::Args),
     /// Show, diff, trace and approve baselines.
     Baseline(baseline::Args),

@@ -140,7 +140,7 @@ fn boards_lists_every_profile_and_what_is_attached() {
 }
 
 #[test]
-fn analyze_shows_the_plan_and_refuses_a_file_that_is_no_model() {
+fn analyze_shows_the_plan_the_fit_and_refuses_a_file_that_is_no_model() {
     let out = xtask(&["analyze", "person_detection"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let text = text(&out);
@@ -151,6 +151,23 @@ fn analyze_shows_the_plan_and_refuses_a_file_that_is_no_model() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((json["linear_bytes"].as_u64(), json["greedy_bytes"].as_u64()), (Some(96), Some(48)));
     assert_eq!(json["planned"].as_array().unwrap().len(), 6);
+
+    // With a board: the suggestion against its budget; exit 1 when it does not fit.
+    let out = xtask(&["analyze", "hello_world", "--board", "nucleo-h743"]);
+    assert_eq!(out.status.code(), Some(0), "{}", self::text(&out));
+    assert!(
+        self::text(&out).contains("on nucleo-h743: suggested arena 2272 bytes (least 1888 + 20%"),
+        "{}",
+        self::text(&out)
+    );
+    let out = xtask(&["analyze", "person_detection", "--board", "qemu-m7", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", self::text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["fit"]["suggested_arena_bytes"].as_u64(), Some(106_112));
+    assert_eq!(json["tail_bytes"].as_u64(), Some(33_120));
+    let out = xtask(&["analyze", "hello_world", "--board", "host"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(self::text(&out).contains("board `host` runs x86_64"), "{}", self::text(&out));
 
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.tflite");
