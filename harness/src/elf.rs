@@ -11,6 +11,8 @@ use crate::board::{Layout, MemoryMap};
 
 /// Name of the tensor arena's symbol in the reference firmware.
 pub const ARENA_SYMBOL: &str = "HILMEM_ARENA";
+/// Name of the buffer pool's backing store.
+pub const POOL_SYMBOL: &str = "HILMEM_POOL";
 /// Name of the identity string's symbol.
 pub const IDENTITY_SYMBOL: &str = "HILMEM_IDENTITY";
 
@@ -39,6 +41,8 @@ pub struct ImageSizes {
     pub static_ram_bytes: u64,
     /// Size of the tensor arena symbol.
     pub arena_capacity_bytes: u64,
+    /// Size of the buffer pool's backing store (part of `static_ram_bytes`).
+    pub pool_capacity_bytes: u64,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, ElfError> {
@@ -92,11 +96,17 @@ fn sizes_of<Elf: FileHeader<Endian = Endianness>>(
         }
     }
 
-    let arena = elf
-        .symbols()
-        .find(|s| s.name() == Ok(ARENA_SYMBOL))
-        .ok_or_else(|| ElfError::NoSymbol { path: path.to_owned(), symbol: ARENA_SYMBOL })?;
-    Ok(ImageSizes { flash_bytes, static_ram_bytes: ram_bytes - arena.size(), arena_capacity_bytes: arena.size() })
+    let size = |symbol: &'static str| {
+        let found = elf.symbols().find(|s| s.name() == Ok(symbol));
+        found.map(|s| s.size()).ok_or_else(|| ElfError::NoSymbol { path: path.to_owned(), symbol })
+    };
+    let arena = size(ARENA_SYMBOL)?;
+    Ok(ImageSizes {
+        flash_bytes,
+        static_ram_bytes: ram_bytes - arena,
+        arena_capacity_bytes: arena,
+        pool_capacity_bytes: size(POOL_SYMBOL)?,
+    })
 }
 
 fn in_flash(m: &MemoryMap, addr: u64) -> bool {

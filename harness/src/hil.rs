@@ -476,6 +476,7 @@ pub fn record(
     }
     metrics.insert(metric::STATIC_RAM_BYTES.into(), sizes.static_ram_bytes as i64);
     metrics.insert(metric::ARENA_CAPACITY_BYTES.into(), sizes.arena_capacity_bytes as i64);
+    metrics.insert(metric::POOL_CAPACITY_BYTES.into(), sizes.pool_capacity_bytes as i64);
     let required = metric::FROM_FIRMWARE
         .iter()
         .chain(metric::required_by(scenario))

@@ -18,6 +18,9 @@ pub mod metric {
     pub const STATIC_RAM_BYTES: &str = "static_ram_bytes";
     /// The configured arena, from the ELF.
     pub const ARENA_CAPACITY_BYTES: &str = "arena_capacity_bytes";
+    /// The buffer pool's backing store, from the ELF (part of
+    /// [`STATIC_RAM_BYTES`]).
+    pub const POOL_CAPACITY_BYTES: &str = "pool_capacity_bytes";
     /// TFLM's `arena_used_bytes()` after `AllocateTensors`.
     pub const ARENA_USED_BYTES: &str = "arena_used_bytes";
     /// Planned (non-persistent) part of the arena, as TFLM reports it.

@@ -6,7 +6,7 @@ use harness::board::Layout;
 use harness::hil;
 use harness::measurement::{metric, Measurement, SINGLE_FRAME};
 use harness::runner::Run;
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::support::*;
 
@@ -146,6 +146,10 @@ fn image_sizes_agree_with_the_section_table() {
     let ram = size(".data") + size(".bss") + size(".uninit") + size(".hilmem_arena");
     assert_eq!(sizes.static_ram_bytes + sizes.arena_capacity_bytes, ram);
     assert_eq!(sizes.arena_capacity_bytes, u64::from(model("person_detection").arena_bytes(&board).unwrap()));
+    // The pool's store is static RAM, in whole cache lines.
+    let pool = elf.symbols().find(|s| s.name() == Ok("HILMEM_POOL")).unwrap();
+    assert_eq!(sizes.pool_capacity_bytes, pool.size());
+    assert!(pool.size() % 32 == 0 && pool.size() < sizes.static_ram_bytes, "{sizes:?}");
     // The model flatbuffer is in flash, whole.
     assert!(sizes.flash_bytes.unwrap() > firmware.model_bytes);
 }

@@ -42,10 +42,11 @@ const POOL_BYTES: usize = 3 * lines(config::LARGEST_INPUT_BYTES)
     + 1024;
 
 /// Backing store of the pool, cache-line aligned so that where the linker put
-/// it changes nothing.
+/// it changes nothing. The harness reads its size from the ELF by this name.
 #[repr(C, align(32))] // CACHE_LINE
 struct PoolMemory([u8; POOL_BYTES]);
-static mut POOL_MEMORY: PoolMemory = PoolMemory([0; POOL_BYTES]);
+#[no_mangle]
+static mut HILMEM_POOL: PoolMemory = PoolMemory([0; POOL_BYTES]);
 
 /// Whether the static memory has been handed out (once per boot).
 static TAKEN: critical_section::Mutex<Cell<bool>> = critical_section::Mutex::new(Cell::new(false));
@@ -67,7 +68,7 @@ impl<'s> Rig<'s> {
             let arena = core::ptr::addr_of_mut!(HILMEM_ARENA) as *mut u8;
             Rig {
                 arena: core::slice::from_raw_parts_mut(arena, config::ARENA_BYTES),
-                pool: Pool::new(&mut (*core::ptr::addr_of_mut!(POOL_MEMORY)).0),
+                pool: Pool::new(&mut (*core::ptr::addr_of_mut!(HILMEM_POOL)).0),
                 stack,
             }
         }
