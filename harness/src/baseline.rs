@@ -381,28 +381,37 @@ pub fn diff(from: &Source, to: &Source) -> Result<Vec<Row>, BaselineError> {
     Ok(rows)
 }
 
-/// One metric through the commits that changed the baseline file, oldest
-/// first: (commit, time, scenario, value).
-pub fn history(
-    baselines_dir: &Path,
-    board: &str,
-    model: &str,
-    metric: Option<&str>,
-) -> Result<Vec<(gitrepo::Version, String, String, i64)>, BaselineError> {
+/// A baseline file through the commits that changed it.
+pub struct History {
+    /// Oldest first: (commit, scenario, metric, value).
+    pub rows: Vec<(gitrepo::Version, String, String, i64)>,
+    /// Versions in a format this hilmem does not read (from before a
+    /// change of the file's layout), with why.
+    pub unreadable: Vec<BaselineError>,
+}
+
+/// One metric (or all) through the commits that changed the baseline file.
+pub fn history(baselines_dir: &Path, board: &str, model: &str, metric: Option<&str>) -> Result<History, BaselineError> {
     let path = file_path(baselines_dir, board, model);
-    let mut rows = Vec::new();
+    let mut history = History { rows: Vec::new(), unreadable: Vec::new() };
     for version in gitrepo::history(&path)? {
         let shown = PathBuf::from(format!("{}@{}", path.display(), &version.commit[..12]));
-        let file = parse(&shown, &version.text, board, model)?;
+        let file = match parse(&shown, &version.text, board, model) {
+            Ok(file) => file,
+            Err(e) => {
+                history.unreadable.push(e);
+                continue;
+            }
+        };
         for (scenario, metrics) in &file.scenario {
             for (name, value) in metrics {
                 if metric.is_none_or(|m| m == name) {
-                    rows.push((version.clone(), scenario.clone(), name.clone(), *value));
+                    history.rows.push((version.clone(), scenario.clone(), name.clone(), *value));
                 }
             }
         }
     }
-    Ok(rows)
+    Ok(history)
 }
 
 /// Seconds since the Unix epoch.

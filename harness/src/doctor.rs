@@ -45,6 +45,8 @@ pub fn actionlint(root: &Path) -> std::path::PathBuf {
 pub enum Probe {
     /// The program answers `--version`.
     Runs(&'static str),
+    /// One of these programs answers `--version`.
+    AnyRuns(&'static [&'static str]),
     /// The cross compiler finds this library for a Cortex-M target.
     CrossLibrary(&'static str),
     /// The cross C++ compiler finds this header.
@@ -62,9 +64,18 @@ impl Need {
     }
 }
 
+/// The browsers the report's test can drive headless, by program name.
+pub const BROWSERS: &[&str] = &["chromium", "chromium-browser", "google-chrome"];
+
+/// The first browser of [`BROWSERS`] that runs here.
+pub fn browser() -> Option<&'static str> {
+    BROWSERS.iter().copied().find(|b| succeeds(Command::new(b).arg("--version")))
+}
+
 /// Everything needed to build the firmware for `boards` and run it, plus
-/// the test runner when `nextest` is set.
-pub fn needs(boards: &[Board], nextest: bool) -> Vec<Need> {
+/// what the tests need (the test runner, a headless browser) when `tests`
+/// is set.
+pub fn needs(boards: &[Board], tests: bool) -> Vec<Need> {
     let mut needs = Vec::new();
     if boards.iter().any(|b| matches!(b.layout, Layout::BareMetal(_))) {
         needs.extend([
@@ -95,8 +106,9 @@ pub fn needs(boards: &[Board], nextest: bool) -> Vec<Need> {
             needs.push(need);
         }
     }
-    if nextest {
+    if tests {
         needs.push(Need::Nextest);
+        needs.push(Need::Package { what: "a headless browser", package: "chromium", probe: Probe::AnyRuns(BROWSERS) });
     }
     needs
 }
@@ -115,6 +127,9 @@ fn output(command: &mut Command) -> Option<String> {
 pub fn is_met(need: &Need, root: &Path) -> bool {
     match need {
         Need::Package { probe: Probe::Runs(program), .. } => succeeds(Command::new(program).arg("--version")),
+        Need::Package { probe: Probe::AnyRuns(programs), .. } => {
+            programs.iter().any(|p| succeeds(Command::new(p).arg("--version")))
+        }
         Need::Package { probe: Probe::CrossLibrary(name), .. } => {
             // GCC echoes the bare name when it cannot find the file.
             output(

@@ -201,17 +201,9 @@ pub fn comparison_table(c: &Comparison) -> String {
             "board", "model", "scenario", "metric", "baseline", "measured", "delta", "delta %", "verdict",
         ]);
         for r in changed {
-            builder.push_record([
-                r.board.clone(),
-                r.model.clone(),
-                r.scenario.clone(),
-                r.metric.clone(),
-                value(r.baseline),
-                value(r.measured),
-                signed(r.delta()),
-                percent(r),
-                r.verdict.name().to_owned(),
-            ]);
+            let mut row = cells(r).to_vec();
+            row.push(r.verdict.name().to_owned());
+            builder.push_record(row);
         }
         let mut table = builder.build();
         table.with(Style::sharp()).modify(Columns::new(4..8), Alignment::right());
@@ -227,18 +219,10 @@ pub fn diff_markdown(rows: &[Row]) -> String {
         String::from("| board | model | scenario | metric | baseline | measured | delta | delta % | verdict |\n");
     out.push_str("|---|---|---|---|--:|--:|--:|--:|---|\n");
     for r in rows {
-        out.push_str(&format!(
-            "| {} | {} | {} | `{}` | {} | {} | {} | {} | {} |\n",
-            r.board,
-            r.model,
-            r.scenario,
-            r.metric,
-            value(r.baseline),
-            value(r.measured),
-            signed(r.delta()),
-            percent(r),
-            if r.verdict == Verdict::Regressed { "**regressed**" } else { r.verdict.name() }
-        ));
+        let mut cells = cells(r);
+        cells[3] = format!("`{}`", cells[3]);
+        let verdict = if r.verdict == Verdict::Regressed { "**regressed**" } else { r.verdict.name() };
+        out.push_str(&format!("| {} | {verdict} |\n", cells.join(" | ")));
     }
     out
 }
@@ -247,52 +231,85 @@ pub fn diff_markdown(rows: &[Row]) -> String {
 pub fn markdown(results: &Results, c: &Comparison) -> String {
     let mut out = String::from("## hilmem memory report\n\n");
     out.push_str(&format!("{}\n\n", comparison_summary(c)));
-    let changed: Vec<Row> = c.rows.iter().filter(|r| r.verdict != Verdict::Unchanged).cloned().collect();
-    if changed.is_empty() {
+    let found = findings(results, c);
+    if found.changed.is_empty() {
         out.push_str("Every figure equals its baseline.\n");
     } else {
-        out.push_str(&diff_markdown(&changed));
+        out.push_str(&diff_markdown(&found.changed));
     }
-    let failed_checks: Vec<String> = results
-        .records
-        .iter()
-        .flat_map(|r| {
-            r.checks
-                .iter()
-                .filter(|c| !c.passed)
-                .map(move |c| format!("- {}/{} {}: {}: {}", r.board, r.model, r.scenario, c.name, c.detail))
-        })
-        .collect();
-    if !failed_checks.is_empty() {
-        out.push_str(&format!("\n### Failed checks\n\n{}\n", failed_checks.join("\n")));
-    }
-    let off: Vec<String> = results
-        .records
-        .iter()
-        .filter_map(|r| Some((r, r.arena_prediction.filter(|p| !p.within_margin())?)))
-        .map(|(r, p)| {
-            format!("- {}/{}: predicted {}, measured {}", r.board, r.model, p.predicted_bytes, p.measured_bytes)
-        })
-        .collect();
-    if !off.is_empty() {
-        out.push_str(&format!(
-            "\n### Arena predictions off by more than {PREDICTION_MARGIN_PERCENT}%\n\n{}\n",
-            off.join("\n")
-        ));
-    }
-    if !results.failed.is_empty() {
-        out.push_str("\n### Runs that produced no measurement\n\n");
-        for f in &results.failed {
-            out.push_str(&format!(
-                "- {}/{} {}: `{}`\n",
-                f.board,
-                f.model,
-                f.scenario,
-                f.error.lines().next().unwrap_or("")
-            ));
+    for (title, items) in found.lists() {
+        if !items.is_empty() {
+            let items: Vec<String> = items.iter().map(|i| format!("- {i}")).collect();
+            out.push_str(&format!("\n### {title}\n\n{}\n", items.join("\n")));
         }
     }
     out
+}
+
+/// What the Markdown and HTML reports show besides the summary.
+pub struct Findings {
+    /// The figures that are not unchanged.
+    pub changed: Vec<Row>,
+    pub failed_checks: Vec<String>,
+    /// Arena predictions off by more than the margin.
+    pub off_predictions: Vec<String>,
+    /// Runs that produced no measurement, with the first line of the error.
+    pub failed_runs: Vec<String>,
+}
+
+impl Findings {
+    /// The lists under their headings, in report order.
+    pub fn lists(&self) -> [(String, &[String]); 3] {
+        [
+            ("Failed checks".into(), &self.failed_checks),
+            (format!("Arena predictions off by more than {PREDICTION_MARGIN_PERCENT}%"), &self.off_predictions),
+            ("Runs that produced no measurement".into(), &self.failed_runs),
+        ]
+    }
+}
+
+pub fn findings(results: &Results, c: &Comparison) -> Findings {
+    Findings {
+        changed: c.rows.iter().filter(|r| r.verdict != Verdict::Unchanged).cloned().collect(),
+        failed_checks: results
+            .records
+            .iter()
+            .flat_map(|r| {
+                r.checks
+                    .iter()
+                    .filter(|c| !c.passed)
+                    .map(move |c| format!("{}/{} {}: {}: {}", r.board, r.model, r.scenario, c.name, c.detail))
+            })
+            .collect(),
+        off_predictions: results
+            .records
+            .iter()
+            .filter_map(|r| Some((r, r.arena_prediction.filter(|p| !p.within_margin())?)))
+            .map(|(r, p)| {
+                format!("{}/{}: predicted {}, measured {}", r.board, r.model, p.predicted_bytes, p.measured_bytes)
+            })
+            .collect(),
+        failed_runs: results
+            .failed
+            .iter()
+            .map(|f| format!("{}/{} {}: `{}`", f.board, f.model, f.scenario, f.error.lines().next().unwrap_or("")))
+            .collect(),
+    }
+}
+
+/// A row's cells as every table shows them: board, model, scenario, metric,
+/// baseline, measured, delta, delta %.
+pub fn cells(r: &Row) -> [String; 8] {
+    [
+        r.board.clone(),
+        r.model.clone(),
+        r.scenario.clone(),
+        r.metric.clone(),
+        value(r.baseline),
+        value(r.measured),
+        signed(r.delta()),
+        percent(r),
+    ]
 }
 
 fn xml(text: &str) -> String {
@@ -399,7 +416,7 @@ pub fn history(rows: &[(crate::gitrepo::Version, String, String, i64)]) -> Strin
 }
 
 /// `YYYY-MM-DD` of a Unix time (UTC), without a date library.
-fn date(seconds: i64) -> String {
+pub(crate) fn date(seconds: i64) -> String {
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
     let z = seconds.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);

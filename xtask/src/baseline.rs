@@ -96,7 +96,11 @@ pub fn run(args: Args) -> Result<i32> {
             );
         }
         Command::History { board, model, metric } => {
-            println!("{}", report::history(&baseline::history(&dir, &board, &model, metric.as_deref())?));
+            let history = baseline::history(&dir, &board, &model, metric.as_deref())?;
+            println!("{}", report::history(&history.rows));
+            for skipped in &history.unreadable {
+                eprintln!("skipped a version in an older format: {skipped}");
+            }
         }
         Command::Approve { board, model, scenario, all, commit } => {
             if !all && board.is_none() && model.is_none() && scenario.is_none() {

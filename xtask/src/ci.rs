@@ -25,7 +25,7 @@ pub fn run(args: Args) -> Result<i32> {
     let xtask = std::env::current_exe().context("cannot find the xtask binary")?;
     let actionlint = doctor::actionlint(ws.root());
 
-    let hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against]);
+    let hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against, "--report"]);
 
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
     let steps: Vec<(&str, &std::ffi::OsStr, Vec<String>)> = vec![

@@ -7,7 +7,7 @@ use harness::baseline::{self, Source};
 use harness::compare::{self, Policy};
 use harness::hil::{self, Event, Options};
 use harness::runner::probe::Selector;
-use harness::{board, doctor, fsutil, report, Workspace};
+use harness::{board, doctor, fsutil, page, report, Workspace};
 
 use crate::exit;
 
@@ -57,6 +57,9 @@ pub struct Args {
     /// Also fail on new, missing and improved figures.
     #[arg(long)]
     strict: bool,
+    /// Also write the HTML report (report.html, as `cargo xtask report` does).
+    #[arg(long)]
+    report: bool,
     /// `auto`: size every model's arena from the analyzer's prediction plus
     /// the board's safety margin (as `arena_bytes = "auto"` in the models file).
     #[arg(long, value_enum)]
@@ -118,6 +121,11 @@ pub fn run(args: Args) -> Result<i32> {
         fsutil::write_atomic(&out.join("junit.xml"), report::junit(&results, &comparison, args.strict).as_bytes())
     };
     written().with_context(|| format!("cannot write the results into {}", out.display()))?;
+    if args.report {
+        let page = page::write(&ws, results.clone(), comparison.clone(), &options.models_file, &baselines_dir, &out)
+            .with_context(|| format!("cannot write the report into {}", out.display()))?;
+        eprintln!("report: {}", shown(&ws, &page));
+    }
     let pending = baseline::write_pending(&results, &comparison, &out)?;
     eprintln!(
         "compared {} figures and wrote the reports in {:.1} ms",

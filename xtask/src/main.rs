@@ -11,6 +11,7 @@ mod exit;
 mod fuzz;
 mod hil;
 mod matrix;
+mod report;
 mod test;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,8 @@ enum Command {
     Fuzz(fuzz::Args),
     /// Exactly what CI runs: formatting, lints, workflow files, tests, and every emulated board against the baselines.
     Ci(ci::Args),
+    /// The last run as one self-contained HTML page: arena layouts, memory stack-ups, trends and the comparison.
+    Report(report::Args),
     /// The CI job matrix of the boards, as JSON.
     Matrix(matrix::Args),
     /// List the board profiles and the probes and serial ports attached now.
@@ -57,6 +60,7 @@ fn main() {
         Command::Ci(args) => ci::run(args),
         Command::Fuzz(args) => fuzz::run(args),
         Command::Matrix(args) => matrix::run(args),
+        Command::Report(args) => report::run(args),
         Command::Doctor => doctor::run(),
         Command::Test(args) => test::run(args),
     };

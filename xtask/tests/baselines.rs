@@ -267,3 +267,77 @@ fn review_asks_about_each_change_and_does_what_it_is_told() {
     assert!(std::fs::read_to_string(repo.file()).unwrap().contains("arena_used_bytes = 1472"));
     assert!(!repo.out().join("pending/qemu-m7/hello_world.toml").exists());
 }
+
+/// Runs the headless browser on `page`: the DOM after the page's script ran,
+/// and the browser's log (console messages among it).
+fn browse(page: &Path, extra: &[String]) -> (String, String) {
+    let browser = harness::doctor::browser().expect("a headless browser (run `cargo xtask doctor`)");
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The page of a real run, opened in a real browser: no console message,
+/// one rectangle per planned tensor, a stack-up row per run, trends through
+/// both committed versions of the baseline, and the regression marked. The
+/// screenshot is kept under the target directory for CI to publish.
+#[test]
+fn the_report_page_shows_the_run_in_a_browser() {
+    // Two versions of hello_world's baseline; the second is lower than what
+    // the firmware uses, so this run regresses against it.
+    let repo = Repo::new(1472);
+    repo.write_baseline(1400);
+    repo.commit_all("a lower baseline");
+    let (b, o) = (repo.baselines(), repo.out());
+    let mut args = vec!["hil", "--model", "hello_world", "--model", "person_detection", "--report"];
+    args.extend(["--scenario", "single-frame", "--scenario", "stream"]);
+    args.extend(["--baselines", b.to_str().unwrap(), "--out", o.to_str().unwrap()]);
+    let out = xtask(&args);
+    assert_eq!(out.status.code(), Some(1), "a regression: {}", text(&out));
+    let page = o.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for machine_path in [root.to_str().unwrap(), repo.dir.path().to_str().unwrap()] {
+        assert!(!html.contains(machine_path), "the page names {machine_path}");
+    }
+
+    let (dom, log) = browse(&page, &["--dump-dom".into()]);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("data-ready-ms="), "the page's script did not run");
+    // One rectangle per planned tensor, per model.
+    for (model, planned) in [("hello_world", 6), ("person_detection", 30)] {
+        let start = dom.find(&format!("<figure class=\"layout\" data-model=\"{model}\" data-planned=\"{planned}\">"));
+        let figure = &dom[start.unwrap_or_else(|| panic!("no layout of {model}"))..];
+        let figure = &figure[..figure.find("</figure>").unwrap()];
+        assert_eq!(figure.matches("<rect class=\"tensor\"").count(), planned, "{model}");
+    }
+    // A stack-up row for every model and scenario of the board.
+    let stackup = &dom[dom.find("<figure class=\"stackup\" data-board=\"qemu-m7\" data-rows=\"4\">").unwrap()..];
+    let stackup = &stackup[..stackup.find("</figure>").unwrap()];
+    assert_eq!(stackup.matches("<rect class=\"row\"").count(), 4);
+    for row in
+        ["hello_world single-frame", "hello_world stream", "person_detection single-frame", "person_detection stream"]
+    {
+        assert!(stackup.contains(row), "{row}");
+    }
+    // The regression: in the table, and on the trend, which has both
+    // committed versions and this run.
+    assert!(dom.contains("<tr class=\"regressed\"><td>qemu-m7</td><td>hello_world</td><td>single-frame</td><td>arena_used_bytes</td><td class=\"n\">1400</td><td class=\"n\">1472</td>"), "{dom}");
+    let trend = &dom[dom.find("<figure class=\"trend regressed\" data-board=\"qemu-m7\" data-model=\"hello_world\" data-metric=\"arena_used_bytes\">").unwrap()..];
+    let trend = &trend[..trend.find("</figure>").unwrap()];
+    assert!(trend.contains("single-frame: 1472 at ") && trend.contains("single-frame: 1400 at "), "{trend}");
+    assert!(trend.contains("class=\"current regressed\"") && trend.contains(">REGRESSED</text>"), "{trend}");
+
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
+    std::fs::create_dir_all(&kept).unwrap();
+    let shot = kept.join("report.png");
+    browse(&page, &["--window-size=1400,3000".into(), format!("--screenshot={}", shot.display())]);
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+    std::fs::copy(&page, kept.join("report.html")).unwrap();
+}

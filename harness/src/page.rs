@@ -1,0 +1,515 @@
+//! The HTML report: one self-contained page (inline SVG, CSS and a few
+//! lines of script; nothing fetched) that an engineer opens from a CI
+//! artifact. Per model the arena layout TFLM plans; per board the memory
+//! stack-up of every run against the board's RAM and budget; per metric its
+//! trend through the git history of the baseline files, ending with this run;
+//! and the comparison with its verdicts (what the Markdown report lists).
+//! The page names no path of the machine that made it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::analysis::Analysis;
+use crate::board::{Board, Layout};
+use crate::compare::{Comparison, Verdict};
+use crate::hil::Results;
+use crate::measurement::{metric, Measurement};
+use crate::report::{cells, comparison_summary, findings};
+use crate::svg::{bytes, escape, Chart};
+use crate::{baseline, models, tflite};
+
+/// One metric of one board and model through the baseline file's history:
+/// per version (commit, time), the value in each scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trend {
+    pub board: String,
+    pub model: String,
+    pub metric: String,
+    pub versions: Vec<(String, i64)>,
+    /// Scenario to one value per version (None where it had none).
+    pub values: BTreeMap<String, Vec<Option<i64>>>,
+}
+
+/// Everything the page shows.
+pub struct Inputs {
+    pub results: Results,
+    pub comparison: Comparison,
+    /// The analyses of the run's models, in run order.
+    pub analyses: Vec<Analysis>,
+    /// The run's boards.
+    pub boards: Vec<Board>,
+    pub trends: Vec<Trend>,
+    /// What could not be gathered (a model that did not analyse, a
+    /// baseline file without history), shown on the page.
+    pub notes: Vec<String>,
+}
+
+/// Gathers the page's inputs for a run: the analyses of the models in
+/// `models_file`, the boards' profiles, and the history of the baseline
+/// files in `baselines_dir`.
+pub fn gather(
+    ws: &crate::Workspace,
+    results: Results,
+    comparison: Comparison,
+    models_file: &Path,
+    baselines_dir: &Path,
+) -> Inputs {
+    let mut notes = Vec::new();
+    let mut analyses = Vec::new();
+    let specs = models::load(models_file).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
+    let mut run_models: Vec<&str> = results.images.iter().map(|i| i.model.as_str()).collect();
+    run_models.dedup();
+    for name in run_models {
+        let Some(spec) = specs.iter().find(|s| s.name == name) else { continue };
+        match spec.read().map_err(|e| e.to_string()).and_then(|bytes| {
+            Analysis::of(name, &tflite::read(&bytes).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+        }) {
+            Ok(a) if !analyses.iter().any(|b: &Analysis| b.model == a.model) => analyses.push(a),
+            Ok(_) => {}
+            Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
+        }
+    }
+    let boards = results.boards.iter().filter_map(|b| Board::load(ws, b).ok()).collect();
+    let mut trends = Vec::new();
+    let mut unreadable = Vec::new();
+    for image in &results.images {
+        // A model without a baseline file yet has no history.
+        if !baseline::file_path(baselines_dir, &image.board, &image.model).exists() {
+            continue;
+        }
+        match baseline::history(baselines_dir, &image.board, &image.model, None) {
+            Ok(history) => {
+                trends.extend(group(&image.board, &image.model, history.rows));
+                if !history.unreadable.is_empty() {
+                    unreadable.push(format!("{}/{} ({})", image.board, image.model, history.unreadable.len()));
+                }
+            }
+            Err(e) => notes.push(format!("no baseline history for {}/{}: {e}", image.board, image.model)),
+        }
+    }
+    if !unreadable.is_empty() {
+        notes.push(format!(
+            "versions of these baseline files are in an older format this hilmem does not read, and their trends leave them out: {}",
+            unreadable.join(", ")
+        ));
+    }
+    // The page names no path of this machine.
+    let (root, baselines) = (format!("{}/", ws.root().display()), baselines_dir.display().to_string());
+    let notes = notes.into_iter().map(|n| n.replace(&baselines, "baselines").replace(&root, "")).collect();
+    Inputs { results, comparison, analyses, boards, trends, notes }
+}
+
+/// History rows (oldest first) as one trend per metric.
+fn group(board: &str, model: &str, rows: Vec<(crate::gitrepo::Version, String, String, i64)>) -> Vec<Trend> {
+    let mut versions: Vec<(String, i64)> = Vec::new();
+    let mut by_metric: BTreeMap<String, BTreeMap<String, BTreeMap<usize, i64>>> = BTreeMap::new();
+    for (version, scenario, name, value) in rows {
+        if versions.last().is_none_or(|(c, _)| *c != version.commit) {
+            versions.push((version.commit.clone(), version.time));
+        }
+        by_metric.entry(name).or_default().entry(scenario).or_default().insert(versions.len() - 1, value);
+    }
+    by_metric
+        .into_iter()
+        .map(|(metric, scenarios)| Trend {
+            board: board.to_owned(),
+            model: model.to_owned(),
+            metric,
+            versions: versions.clone(),
+            values: scenarios
+                .into_iter()
+                .map(|(s, at)| (s, (0..versions.len()).map(|i| at.get(&i).copied()).collect()))
+                .collect(),
+        })
+        .collect()
+}
+
+const STYLE: &str = "
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:15px}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:2px 6px}td.n{text-align:right}
+tr.regressed td{background:#fde2e2}tr.regressed td.v{color:#b00;font-weight:bold}
+tr.improved td.v{color:#070}.summary{font-weight:bold}
+figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}figcaption{font-size:12px;color:#555;max-width:720px}
+svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#666;font-size:10px}
+rect.frame{fill:none;stroke:#bbb}rect.tensor{stroke:#fff;stroke-width:.5}rect.tensor:hover{stroke:#000;stroke-width:1.5}
+rect.peak{fill:#f5c542;opacity:.25}line.head{stroke:#333;stroke-dasharray:4 3}polyline.alive{fill:none;stroke:#c0392b;stroke-width:1.5}
+rect.row{fill:transparent}rect.zone-reserve{fill:#999;opacity:.35}rect.zone-margin{fill:#f5c542;opacity:.35}
+line.ram{stroke:#000;stroke-width:1.5}line.rss{stroke:#c0392b;stroke-width:1.5}
+polyline.trend{fill:none;stroke-width:1.5}circle.current{stroke:#000;stroke-width:1.5}circle.regressed{fill:#d00 !important;r:5}
+text.regressed{fill:#d00;font-weight:bold}.legend span{display:inline-block;margin-right:12px;font-size:12px}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+";
+
+/// Reports when the page was ready, and filters the comparison table.
+const SCRIPT: &str = "
+document.addEventListener('DOMContentLoaded', () => {
+  const filter = document.getElementById('filter');
+  const rows = Array.from(document.querySelectorAll('#comparison tbody tr'));
+  filter.addEventListener('input', () => {
+    const words = filter.value.toLowerCase().split(/\\s+/).filter(w => w);
+    for (const row of rows) {
+      const text = row.textContent.toLowerCase();
+      row.hidden = !words.every(w => text.includes(w));
+    }
+  });
+  document.body.dataset.readyMs = Math.round(performance.now());
+});
+";
+
+/// Colours of the scenarios' lines, and of the stack-up's segments.
+const SCENARIO_COLOURS: [(&str, &str); 4] =
+    [("single-frame", "#1f77b4"), ("stream", "#2ca02c"), ("log-heavy", "#9467bd"), ("concurrent-ota", "#ff7f0e")];
+
+/// The stack-up's segments: name, colour, and what each takes from a record.
+const SEGMENTS: [(&str, &str); 11] = [
+    ("other static RAM", "#7f8c8d"),
+    ("input frame", "#1f77b4"),
+    ("pre-processing", "#17becf"),
+    ("post-processing", "#2ca02c"),
+    ("log ring", "#9467bd"),
+    ("OTA staging", "#ff7f0e"),
+    ("pool unused", "#d6e4f0"),
+    ("arena used", "#e377c2"),
+    ("arena unused", "#f7d6ec"),
+    ("stack peak", "#8c564b"),
+    ("stack unused", "#e8d8d0"),
+];
+
+pub fn render(inputs: &Inputs) -> String {
+    let r = &inputs.results;
+    let mut html = String::new();
+    let commit = r.commit.as_deref().map_or("no commit".to_owned(), |c| c[..c.len().min(12)].to_owned());
+    let _ = write!(
+        html,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>hilmem memory report ({commit})</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head><body>\n\
+         <h1>hilmem memory report</h1>\n<p>commit {commit}; boards {}; {} records, {} failed runs.</p>\n\
+         <p><a href=\"#comparison\">comparison</a> · <a href=\"#layouts\">arena layouts</a> · <a href=\"#stackups\">memory stack-ups</a> · <a href=\"#trends\">trends</a></p>\n",
+        escape(&r.boards.join(", ")),
+        r.records.len(),
+        r.failed.len()
+    );
+    for note in &inputs.notes {
+        let _ = writeln!(html, "<p class=\"note\">note: {}</p>", escape(note));
+    }
+    comparison(&mut html, inputs);
+    html += "<h2 id=\"layouts\">Arena layouts</h2>\n<p>Each rectangle is a tensor TFLM plans in the arena head: from the operator step that writes it to the last that reads it, at its offset in TFLM's greedy plan. The red line is the bytes alive at each step (its highest point is the lower bound no plan can beat); the dashed line is the head TFLM's plan needs; the shaded step is the peak.</p>\n";
+    for a in &inputs.analyses {
+        layout(&mut html, a);
+    }
+    html += "<h2 id=\"stackups\">Memory stack-ups</h2>\n";
+    for board in &inputs.boards {
+        stackup(&mut html, board, &r.records);
+    }
+    html += "<h2 id=\"trends\">Trends</h2>\n<p>Each figure through the commits that changed its baseline file, oldest first; the last point (outlined) is this run, red when it regressed.</p>\n";
+    trends(&mut html, inputs);
+    html += "</body></html>\n";
+    html
+}
+
+fn comparison(html: &mut String, inputs: &Inputs) {
+    let c = &inputs.comparison;
+    let found = findings(&inputs.results, c);
+    let _ = writeln!(
+        html,
+        "<h2 id=\"comparison\">Comparison</h2>\n<p class=\"summary\">{}</p>",
+        escape(&comparison_summary(c))
+    );
+    if found.changed.is_empty() {
+        html.push_str("<p>Every figure equals its baseline.</p>\n");
+    } else {
+        html.push_str("<p><input id=\"filter\" placeholder=\"filter rows: board, model, metric...\" size=\"40\"></p>\n<table id=\"comparison-table\"><thead><tr><th>board</th><th>model</th><th>scenario</th><th>metric</th><th>baseline</th><th>measured</th><th>delta</th><th>delta %</th><th>verdict</th></tr></thead><tbody>\n");
+        for row in &found.changed {
+            let class = match row.verdict {
+                Verdict::Regressed => "regressed",
+                Verdict::Improved => "improved",
+                _ => "",
+            };
+            let cells = cells(row);
+            let _ = writeln!(
+                html,
+                "<tr class=\"{class}\">{}{}<td class=\"v\">{}</td></tr>",
+                cells[..4].iter().map(|c| format!("<td>{}</td>", escape(c))).collect::<String>(),
+                cells[4..].iter().map(|c| format!("<td class=\"n\">{}</td>", escape(c))).collect::<String>(),
+                if row.verdict == Verdict::Regressed { "REGRESSED" } else { row.verdict.name() }
+            );
+        }
+        html.push_str("</tbody></table>\n");
+    }
+    for (title, items) in found.lists() {
+        if !items.is_empty() {
+            let _ = write!(html, "<h3>{}</h3>\n<ul>\n", escape(&title));
+            for item in items {
+                let _ = writeln!(html, "<li>{}</li>", escape(item));
+            }
+            html.push_str("</ul>\n");
+        }
+    }
+    // The filter's input exists even when there is no table.
+    if found.changed.is_empty() {
+        html.push_str("<input id=\"filter\" hidden>\n");
+    }
+}
+
+fn layout(html: &mut String, a: &Analysis) {
+    let steps = a.operator_count.max(1) as f64;
+    let top = (a.greedy_bytes.max(a.lower_bound_bytes).max(16) as f64) * 1.08;
+    let mut chart = Chart::new(720.0, 300.0, (0.0, steps), (0.0, top));
+    chart.rect((f64::from(a.peak_step), f64::from(a.peak_step) + 1.0), (0.0, top), "peak", "", "");
+    for t in &a.planned {
+        let hue = (t.index * 47) % 360;
+        chart.rect(
+            (f64::from(t.first_step), f64::from(t.last_step) + 1.0),
+            (t.greedy_offset as f64, (t.greedy_offset + t.bytes) as f64),
+            "tensor",
+            &format!("fill:hsl({hue},55%,62%)"),
+            &format!(
+                "tensor {} `{}`: {} {:?}, {} bytes at offset {}, steps {}..={}",
+                t.index, t.name, t.kind, t.shape, t.bytes, t.greedy_offset, t.first_step, t.last_step
+            ),
+        );
+    }
+    let mut alive = Vec::new();
+    for step in 0..a.operator_count as i32 {
+        let bytes: usize =
+            a.planned.iter().filter(|t| t.first_step <= step && step <= t.last_step).map(|t| t.bytes).sum();
+        alive.push((f64::from(step), bytes as f64));
+        alive.push((f64::from(step) + 1.0, bytes as f64));
+    }
+    chart.polyline(&alive, "alive", "");
+    chart.hline(a.greedy_bytes as f64, "head", &format!("greedy head {}", bytes(a.greedy_bytes as f64)));
+    chart.text((f64::from(a.peak_step) + 0.5, top), "middle", "tick", &format!("peak step {}", a.peak_step));
+    chart.axes("operator step", "arena offset", 4, &|v| format!("{v:.0}"), &|v| bytes(v));
+    let _ = writeln!(
+        html,
+        "<figure class=\"layout\" data-model=\"{m}\" data-planned=\"{n}\">{}\n<figcaption><b>{m}</b>: {n} planned tensors over {} steps; greedy head {} bytes, lower bound {} bytes (step {}), linear {} bytes; tail {} bytes; TFLM uses {} bytes, accepts no less than {}.</figcaption></figure>",
+        chart.finish(&format!("arena layout of {}", a.model)),
+        a.operator_count,
+        a.greedy_bytes,
+        a.lower_bound_bytes,
+        a.peak_step,
+        a.linear_bytes,
+        a.tail_bytes,
+        a.predicted_arena_bytes,
+        a.minimum_arena_bytes,
+        m = escape(&a.model),
+        n = a.planned.len(),
+    );
+}
+
+/// The segments of one record, in the order they stack.
+fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
+    let m = |name: &str| r.metrics.get(name).copied().unwrap_or(0).max(0) as f64;
+    let pool = m(metric::POOL_CAPACITY_BYTES);
+    let categories = [
+        m("pool_input_frame_peak_bytes"),
+        m("pool_preprocess_peak_bytes"),
+        m("pool_postprocess_peak_bytes"),
+        m("pool_log_peak_bytes"),
+        m(metric::OTA_STAGING_PEAK_BYTES),
+    ];
+    let stack = m(metric::STACK_PEAK_BYTES);
+    [
+        m(metric::STATIC_RAM_BYTES) - pool,
+        categories[0],
+        categories[1],
+        categories[2],
+        categories[3],
+        categories[4],
+        (pool - categories.iter().sum::<f64>()).max(0.0),
+        m(metric::ARENA_USED_BYTES),
+        m(metric::ARENA_CAPACITY_BYTES) - m(metric::ARENA_USED_BYTES),
+        stack,
+        (stack_budget as f64 - stack).max(0.0),
+    ]
+}
+
+fn stackup(html: &mut String, board: &Board, records: &[Measurement]) {
+    let records: Vec<&Measurement> = records.iter().filter(|r| r.board == board.name).collect();
+    if records.is_empty() {
+        return;
+    }
+    let (ram, stack_budget) = match &board.layout {
+        Layout::BareMetal(m) => (Some(m.ram.length + m.arena.map_or(0, |a| a.length)), m.stack_bytes),
+        Layout::Process { stack_bytes } => (None, *stack_bytes),
+    };
+    let budget = &board.budget;
+    let reserve = f64::from(budget.system_reserved_bytes);
+    let margin = (budget.with_margin_bytes() - budget.planned_bytes()) as f64;
+    let totals: Vec<f64> = records.iter().map(|r| segments(r, stack_budget).iter().sum()).collect();
+    let rss = |r: &Measurement| r.metrics.get(metric::RSS_PEAK_BYTES).map(|&v| v as f64);
+    let widest = totals.iter().copied().chain(records.iter().filter_map(|r| rss(r))).fold(0.0, f64::max);
+    let right = ram.map_or(widest, |ram| (ram as f64).max(widest)) * 1.02;
+    let n = records.len() as f64;
+    let mut chart = Chart::new(900.0, 40.0 + 22.0 * n, (0.0, right), (0.0, n));
+    if let Some(ram) = ram {
+        let ram = ram as f64;
+        chart.rect((ram - reserve, ram), (0.0, n), "zone-reserve", "", &format!("system reserve: {} bytes", reserve));
+        chart.rect(
+            (ram - reserve - margin, ram - reserve),
+            (0.0, n),
+            "zone-margin",
+            "",
+            &format!("safety margin ({}% of the budget): {margin} bytes", budget.safety_margin_percent),
+        );
+    }
+    for (i, r) in records.iter().enumerate() {
+        let (y0, y1) = (n - i as f64 - 0.85, n - i as f64 - 0.15);
+        let total = totals[i];
+        let remaining = ram.map(|ram| ram as f64 - reserve - margin - total);
+        let summary = match remaining {
+            Some(left) => {
+                format!("{} {}: {} bytes committed, {} bytes left before the margin", r.model, r.scenario, total, left)
+            }
+            None => format!("{} {}: {} bytes committed", r.model, r.scenario, total),
+        };
+        chart.rect((0.0, right), (y0 - 0.1, y1 + 0.1), "row", "", &summary);
+        let mut x = 0.0;
+        for (value, (name, colour)) in segments(r, stack_budget).into_iter().zip(SEGMENTS) {
+            if value > 0.0 {
+                chart.rect(
+                    (x, x + value),
+                    (y0, y1),
+                    "segment",
+                    &format!("fill:{colour}"),
+                    &format!("{name}: {value} bytes"),
+                );
+            }
+            x += value;
+        }
+        if let Some(rss) = rss(r) {
+            chart.rect((rss, rss), (y0 - 0.1, y1 + 0.1), "rss", "fill:#c0392b", &format!("peak RSS: {rss} bytes"));
+        }
+        let label = match remaining {
+            Some(left) => format!("{} {} · {} left", r.model, r.scenario, bytes(left)),
+            None => format!("{} {}", r.model, r.scenario),
+        };
+        chart.text(
+            (x, (y0 + y1) / 2.0 - 0.12),
+            "start",
+            if remaining.is_some_and(|l| l < 0.0) { "regressed" } else { "" },
+            &format!("  {label}"),
+        );
+    }
+    if let Some(ram) = ram {
+        chart.vline(ram as f64, "ram", &format!("RAM {}", bytes(ram as f64)));
+    }
+    chart.axes("bytes", "", 4, &|v| bytes(v), &|_| String::new());
+    let legend: String = SEGMENTS
+        .iter()
+        .map(|(name, colour)| format!("<span><i style=\"background:{colour}\"></i>{name}</span>"))
+        .collect();
+    let _ = writeln!(
+        html,
+        "<h3>{b}</h3>\n<figure class=\"stackup\" data-board=\"{b}\" data-rows=\"{}\">{}\n<figcaption class=\"legend\">{legend}<span><i style=\"background:#999\"></i>system reserve</span><span><i style=\"background:#f5c542\"></i>safety margin</span></figcaption></figure>",
+        records.len(),
+        chart.finish(&format!("memory stack-up on {}", board.name)),
+        b = escape(&board.name),
+    );
+}
+
+fn trends(html: &mut String, inputs: &Inputs) {
+    let regressed = |t: &Trend, scenario: &str| {
+        inputs.comparison.rows.iter().any(|r| {
+            r.board == t.board
+                && r.model == t.model
+                && r.scenario == scenario
+                && r.metric == t.metric
+                && r.verdict == Verdict::Regressed
+        })
+    };
+    let mut last: Option<(&str, &str)> = None;
+    for t in &inputs.trends {
+        if last != Some((&t.board, &t.model)) {
+            let _ = writeln!(
+                html,
+                "<h3>{} / {}</h3>\n<p class=\"legend\">{}</p>",
+                escape(&t.board),
+                escape(&t.model),
+                SCENARIO_COLOURS
+                    .iter()
+                    .map(|(s, c)| format!("<span><i style=\"background:{c}\"></i>{s}</span>"))
+                    .collect::<String>()
+            );
+            last = Some((&t.board, &t.model));
+        }
+        let current = |scenario: &str| {
+            inputs
+                .results
+                .records
+                .iter()
+                .find(|r| r.board == t.board && r.model == t.model && r.scenario == scenario)
+                .and_then(|r| r.metrics.get(&t.metric).copied())
+        };
+        let points = t.versions.len() as f64;
+        let values: Vec<i64> =
+            t.values.iter().flat_map(|(s, v)| v.iter().flatten().copied().chain(current(s))).collect();
+        if values.is_empty() {
+            continue;
+        }
+        let (lo, hi) = values.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let pad = ((hi - lo) as f64 * 0.1).max(1.0);
+        let floor = if lo >= 0 { (lo as f64 - pad).max(0.0) } else { lo as f64 - pad };
+        let mut chart = Chart::new(260.0, 130.0, (0.0, points), (floor, hi as f64 + pad));
+        let mut marked = false;
+        for (scenario, series) in &t.values {
+            let colour = SCENARIO_COLOURS.iter().find(|(s, _)| s == scenario).map_or("#555", |(_, c)| c);
+            let mut line: Vec<(f64, f64)> =
+                series.iter().enumerate().filter_map(|(i, v)| Some((i as f64, (*v)? as f64))).collect();
+            for (i, v) in series.iter().enumerate() {
+                if let Some(v) = v {
+                    let (commit, time) = &t.versions[i];
+                    let title = format!(
+                        "{scenario}: {v} at {} ({})",
+                        &commit[..12.min(commit.len())],
+                        crate::report::date(*time)
+                    );
+                    chart.dot((i as f64, *v as f64), "point", &format!("fill:{colour}"), &title);
+                }
+            }
+            if let Some(now) = current(scenario) {
+                line.push((points, now as f64));
+                let bad = regressed(t, scenario);
+                marked |= bad;
+                let class = if bad { "current regressed" } else { "current" };
+                chart.dot(
+                    (points, now as f64),
+                    class,
+                    &format!("fill:{colour}"),
+                    &format!("{scenario}: {now} in this run"),
+                );
+            }
+            chart.polyline(&line, "trend", &format!("stroke:{colour}"));
+        }
+        chart.axes("", "", 2, &|_| String::new(), &|v| format!("{v:.0}"));
+        if marked {
+            chart.text((points, hi as f64 + pad), "end", "regressed", "REGRESSED");
+        }
+        let _ = writeln!(
+            html,
+            "<figure class=\"trend{}\" data-board=\"{}\" data-model=\"{}\" data-metric=\"{m}\">{}<figcaption>{m}</figcaption></figure>",
+            if marked { " regressed" } else { "" },
+            escape(&t.board),
+            escape(&t.model),
+            chart.finish(&format!("{} of {} on {}", t.metric, t.model, t.board)),
+            m = escape(&t.metric),
+        );
+    }
+}
+
+/// Gathers, renders and writes the page as `report.html` in `dir`
+/// (atomically); returns its path.
+pub fn write(
+    ws: &crate::Workspace,
+    results: Results,
+    comparison: Comparison,
+    models_file: &Path,
+    baselines_dir: &Path,
+    dir: &Path,
+) -> std::io::Result<std::path::PathBuf> {
+    let html = render(&gather(ws, results, comparison, models_file, baselines_dir));
+    let path = dir.join("report.html");
+    crate::fsutil::write_atomic(&path, html.as_bytes())?;
+    Ok(path)
+}
