@@ -334,10 +334,46 @@ fn the_report_page_shows_the_run_in_a_browser() {
     assert!(trend.contains("single-frame: 1472 at ") && trend.contains("single-frame: 1400 at "), "{trend}");
     assert!(trend.contains("class=\"current regressed\"") && trend.contains(">REGRESSED</text>"), "{trend}");
 
+    // `cargo xtask report` makes the same page from the saved run; without
+    // one it says what to do.
+    std::fs::remove_file(&page).unwrap();
+    let again = xtask(&["report", "--out", o.to_str().unwrap(), "--baselines", b.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
+    let empty = repo.dir.path().join("empty");
+    let none = xtask(&["report", "--out", empty.to_str().unwrap()]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        text(&none).contains("results.json") && text(&none).contains("run `cargo xtask hil` first"),
+        "{}",
+        text(&none)
+    );
+
     let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
     std::fs::create_dir_all(&kept).unwrap();
     let shot = kept.join("report.png");
     browse(&page, &["--window-size=1400,3000".into(), format!("--screenshot={}", shot.display())]);
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
     std::fs::copy(&page, kept.join("report.html")).unwrap();
+}
+
+/// A version of a baseline file from before a change of its layout is left
+/// out of the history, and said to be.
+#[test]
+fn history_skips_and_names_versions_in_an_older_format() {
+    let repo = Repo::new(1472);
+    let current = std::fs::read_to_string(repo.file()).unwrap();
+    let old: String = current.lines().filter(|l| !l.starts_with("rustc")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(old, current);
+    std::fs::write(repo.file(), old).unwrap();
+    repo.commit_all("an older layout");
+    repo.write_baseline(1488);
+    repo.commit_all("back to the current layout");
+    let out =
+        repo.baseline(&["history", "--board", "qemu-m7", "--model", "hello_world", "--metric", "arena_used_bytes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1472") && stdout.contains("1488"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("skipped a version in an older format") && stderr.contains("rustc"), "{stderr}");
 }
