@@ -58,15 +58,18 @@ pub fn gather(
     let mut notes = Vec::new();
     let mut analyses = Vec::new();
     let specs = models::load(models_file).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
-    let mut run_models: Vec<&str> = results.images.iter().map(|i| i.model.as_str()).collect();
-    run_models.dedup();
+    let mut run_models: Vec<&str> = Vec::new();
+    for image in &results.images {
+        if !run_models.contains(&image.model.as_str()) {
+            run_models.push(&image.model);
+        }
+    }
     for name in run_models {
         let Some(spec) = specs.iter().find(|s| s.name == name) else { continue };
         match spec.read().map_err(|e| e.to_string()).and_then(|bytes| {
             Analysis::of(name, &tflite::read(&bytes).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
         }) {
-            Ok(a) if !analyses.iter().any(|b: &Analysis| b.model == a.model) => analyses.push(a),
-            Ok(_) => {}
+            Ok(a) => analyses.push(a),
             Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
         }
     }

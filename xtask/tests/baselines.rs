@@ -273,7 +273,8 @@ fn review_asks_about_each_change_and_does_what_it_is_told() {
 fn browse(page: &Path, extra: &[String]) -> (String, String) {
     let browser = harness::doctor::browser().expect("a headless browser (run `cargo xtask doctor`)");
     let out = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"])
+        .args(["--enable-logging=stderr", "--v=0"])
         .args(extra)
         .arg(format!("file://{}", page.display()))
         .output()
