@@ -138,7 +138,7 @@ figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}figcaption{
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#666;font-size:10px}
 rect.frame{fill:none;stroke:#bbb}rect.tensor{stroke:#fff;stroke-width:.5}rect.tensor:hover{stroke:#000;stroke-width:1.5}
 rect.peak{fill:#f5c542;opacity:.25}line.head{stroke:#333;stroke-dasharray:4 3}polyline.alive{fill:none;stroke:#c0392b;stroke-width:1.5}
-rect.row{fill:transparent}rect.zone-reserve{fill:#999;opacity:.35}rect.zone-margin{fill:#f5c542;opacity:.35}
+rect.row{fill:transparent}
 line.ram{stroke:#000;stroke-width:1.5}line.rss{stroke:#c0392b;stroke-width:1.5}
 polyline.trend{fill:none;stroke-width:1.5}circle.current{stroke:#000;stroke-width:1.5}circle.regressed{fill:#d00 !important;r:5}
 text.regressed{fill:#d00;font-weight:bold}.legend span{display:inline-block;margin-right:12px;font-size:12px}
@@ -338,38 +338,42 @@ fn stackup(html: &mut String, board: &Board, records: &[Measurement]) {
         Layout::Process { stack_bytes } => (None, *stack_bytes),
     };
     let budget = &board.budget;
-    let reserve = f64::from(budget.system_reserved_bytes);
-    let margin = (budget.with_margin_bytes() - budget.planned_bytes()) as f64;
+    // After what a run commits come the budget's safety margin and the
+    // system's reserve; what is left of RAM after them is the headroom.
+    let (margin, reserve) = match ram {
+        Some(_) => {
+            ((budget.with_margin_bytes() - budget.planned_bytes()) as f64, f64::from(budget.system_reserved_bytes))
+        }
+        None => (0.0, 0.0),
+    };
     let totals: Vec<f64> = records.iter().map(|r| segments(r, stack_budget).iter().sum()).collect();
     let rss = |r: &Measurement| r.metrics.get(metric::RSS_PEAK_BYTES).map(|&v| v as f64);
-    let widest = totals.iter().copied().chain(records.iter().filter_map(|r| rss(r))).fold(0.0, f64::max);
-    let right = ram.map_or(widest, |ram| (ram as f64).max(widest)) * 1.02;
+    let widest =
+        totals.iter().map(|t| t + margin + reserve).chain(records.iter().filter_map(|r| rss(r))).fold(0.0, f64::max);
+    // A RAM far beyond what is used would squeeze every bar to a sliver:
+    // then the axis ends short of it and the RAM is named at the edge.
+    let ram_on_axis = ram.filter(|&ram| ram as f64 <= 2.0 * widest);
+    let right = ram_on_axis.map_or(widest * 1.6, |ram| ram as f64 * 1.02);
     let n = records.len() as f64;
     let mut chart = Chart::new(900.0, 40.0 + 22.0 * n, (0.0, right), (0.0, n));
-    if let Some(ram) = ram {
-        let ram = ram as f64;
-        chart.rect((ram - reserve, ram), (0.0, n), "zone-reserve", "", &format!("system reserve: {} bytes", reserve));
-        chart.rect(
-            (ram - reserve - margin, ram - reserve),
-            (0.0, n),
-            "zone-margin",
-            "",
-            &format!("safety margin ({}% of the budget): {margin} bytes", budget.safety_margin_percent),
-        );
-    }
     for (i, r) in records.iter().enumerate() {
         let (y0, y1) = (n - i as f64 - 0.85, n - i as f64 - 0.15);
         let total = totals[i];
-        let remaining = ram.map(|ram| ram as f64 - reserve - margin - total);
-        let summary = match remaining {
-            Some(left) => {
-                format!("{} {}: {} bytes committed, {} bytes left before the margin", r.model, r.scenario, total, left)
-            }
-            None => format!("{} {}: {} bytes committed", r.model, r.scenario, total),
+        let left = ram.map(|ram| ram as f64 - total - margin - reserve);
+        let summary = match left {
+            Some(left) => format!(
+                "{} {}: {total} bytes committed; after the margin and the reserve, {left} bytes of RAM left",
+                r.model, r.scenario
+            ),
+            None => format!("{} {}: {total} bytes committed", r.model, r.scenario),
         };
         chart.rect((0.0, right), (y0 - 0.1, y1 + 0.1), "row", "", &summary);
         let mut x = 0.0;
-        for (value, (name, colour)) in segments(r, stack_budget).into_iter().zip(SEGMENTS) {
+        let parts = segments(r, stack_budget)
+            .into_iter()
+            .zip(SEGMENTS)
+            .chain([(margin, ("safety margin", "#f5c542")), (reserve, ("system reserve", "#999999"))]);
+        for (value, (name, colour)) in parts {
             if value > 0.0 {
                 chart.rect(
                     (x, x + value),
@@ -384,19 +388,19 @@ fn stackup(html: &mut String, board: &Board, records: &[Measurement]) {
         if let Some(rss) = rss(r) {
             chart.rect((rss, rss), (y0 - 0.1, y1 + 0.1), "rss", "fill:#c0392b", &format!("peak RSS: {rss} bytes"));
         }
-        let label = match remaining {
+        let label = match left {
             Some(left) => format!("{} {} · {} left", r.model, r.scenario, bytes(left)),
             None => format!("{} {}", r.model, r.scenario),
         };
-        chart.text(
-            (x, (y0 + y1) / 2.0 - 0.12),
-            "start",
-            if remaining.is_some_and(|l| l < 0.0) { "regressed" } else { "" },
-            &format!("  {label}"),
-        );
+        let class = if left.is_some_and(|l| l < 0.0) { "regressed" } else { "" };
+        chart.text((x, (y0 + y1) / 2.0 - 0.12), "start", class, &format!("  {label}"));
     }
-    if let Some(ram) = ram {
-        chart.vline(ram as f64, "ram", &format!("RAM {}", bytes(ram as f64)));
+    match (ram, ram_on_axis) {
+        (_, Some(ram)) => chart.vline(ram as f64, "ram", &format!("RAM {}", bytes(ram as f64))),
+        (Some(ram), None) => {
+            chart.text((right, n), "end", "tick", &format!("RAM {} further right →", bytes(ram as f64)))
+        }
+        (None, None) => {}
     }
     chart.axes("bytes", "", 4, &|v| bytes(v), &|_| String::new());
     let legend: String = SEGMENTS
@@ -405,7 +409,7 @@ fn stackup(html: &mut String, board: &Board, records: &[Measurement]) {
         .collect();
     let _ = writeln!(
         html,
-        "<h3>{b}</h3>\n<figure class=\"stackup\" data-board=\"{b}\" data-rows=\"{}\">{}\n<figcaption class=\"legend\">{legend}<span><i style=\"background:#999\"></i>system reserve</span><span><i style=\"background:#f5c542\"></i>safety margin</span></figcaption></figure>",
+        "<h3>{b}</h3>\n<figure class=\"stackup\" data-board=\"{b}\" data-rows=\"{}\">{}\n<figcaption class=\"legend\">{legend}<span><i style=\"background:#f5c542\"></i>safety margin</span><span><i style=\"background:#999\"></i>system reserve</span></figcaption></figure>",
         records.len(),
         chart.finish(&format!("memory stack-up on {}", board.name)),
         b = escape(&board.name),

@@ -39,7 +39,7 @@ impl Scale {
 
 /// Room around the plot area for the axes' labels.
 const LEFT: f64 = 64.0;
-const RIGHT: f64 = 12.0;
+const RIGHT: f64 = 28.0;
 const TOP: f64 = 20.0;
 const BOTTOM: f64 = 34.0;
 
@@ -184,8 +184,8 @@ mod tests {
         let mut c = Chart::new(200.0, 100.0, (0.0, 10.0), (0.0, 100.0));
         c.rect((0.0, 10.0), (0.0, 100.0), "tensor", "fill:red", "t0 <input> & more");
         let svg = c.finish("a chart");
-        // The plot spans x 64..188 and y 66..20.
-        assert!(svg.contains(r#"<rect class="tensor" x="64.0" y="20.0" width="124.0" height="46.0" style="fill:red"><title>t0 &lt;input&gt; &amp; more</title></rect>"#), "{svg}");
+        // The plot spans x 64..172 and y 66..20.
+        assert!(svg.contains(r#"<rect class="tensor" x="64.0" y="20.0" width="108.0" height="46.0" style="fill:red"><title>t0 &lt;input&gt; &amp; more</title></rect>"#), "{svg}");
         assert!(
             svg.starts_with(r#"<svg viewBox="0 0 200 100" width="200" height="100" role="img" aria-label="a chart">"#)
         );
