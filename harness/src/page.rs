@@ -520,3 +520,31 @@ pub fn write(
     crate::fsutil::write_atomic(&path, html.as_bytes())?;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gitrepo::Version;
+
+    fn version(commit: &str, time: i64) -> Version {
+        Version { commit: commit.into(), time, summary: String::new(), text: String::new() }
+    }
+
+    #[test]
+    fn history_rows_become_one_trend_per_metric_with_gaps_where_a_version_had_no_value() {
+        let (a, b) = (version("a", 1), version("b", 2));
+        let rows = vec![
+            (a.clone(), "single-frame".to_owned(), "arena_used_bytes".to_owned(), 1472),
+            (a.clone(), "single-frame".to_owned(), "stack_peak_bytes".to_owned(), 2016),
+            (b.clone(), "single-frame".to_owned(), "arena_used_bytes".to_owned(), 1400),
+            (b.clone(), "stream".to_owned(), "arena_used_bytes".to_owned(), 1400),
+        ];
+        let trends = group("qemu-m7", "hello_world", rows);
+        assert_eq!(trends.len(), 2);
+        let used = &trends[0];
+        assert_eq!((used.metric.as_str(), used.versions.len()), ("arena_used_bytes", 2));
+        assert_eq!(used.values["single-frame"], [Some(1472), Some(1400)]);
+        assert_eq!(used.values["stream"], [None, Some(1400)]);
+        assert_eq!(trends[1].values["single-frame"], [Some(2016), None]);
+    }
+}
