@@ -215,7 +215,8 @@ mod tests {
     }
 
     /// Random lifetimes and sizes (many ties, many gaps): the indexed
-    /// `greedy` places every buffer where TFLM's list walk does.
+    /// `greedy` places every buffer where TFLM's list walk does, and its head
+    /// lies between the lower bound and linear.
     #[test]
     fn greedy_places_as_tflm_does_on_random_graphs() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
@@ -235,7 +236,10 @@ mod tests {
                     Buffer { tensor: i, bytes: 16 * next(8) as usize, first, last }
                 })
                 .collect();
-            assert_eq!(greedy(&buffers), tflm_reference(&buffers), "{buffers:?}");
+            let offsets = greedy(&buffers);
+            assert_eq!(offsets, tflm_reference(&buffers), "{buffers:?}");
+            let head = head_bytes(&buffers, &offsets);
+            assert!(lower_bound(&buffers).0 <= head && head <= linear_bytes(&buffers), "{buffers:?}");
         }
     }
 
