@@ -127,6 +127,10 @@ pub enum Event<'a> {
     Building {
         board: &'a str,
         model: &'a str,
+        /// The arena it is built with, and what the board's budget sets
+        /// aside for it.
+        arena_bytes: u32,
+        budget_bytes: u32,
     },
     /// A line of the build tool's output.
     BuildOutput {
@@ -361,7 +365,12 @@ fn image(
     progress: &(dyn Fn(Event) + Sync),
 ) -> Result<(Firmware, ImageSizes), RunError> {
     let firmware = if options.build {
-        progress(Event::Building { board: &board.name, model: &model.name });
+        progress(Event::Building {
+            board: &board.name,
+            model: &model.name,
+            arena_bytes: model.arena_bytes(board).map_err(BuildError::from)?,
+            budget_bytes: board.budget.tensor_arena_bytes,
+        });
         let mut output = |line: &str| progress(Event::BuildOutput { board: &board.name, line });
         firmware::build(ws, board, model, options.variant, &mut output)?
     } else {

@@ -173,7 +173,14 @@ fn shown(ws: &Workspace, path: &std::path::Path) -> String {
 
 fn show_progress(event: Event) {
     match event {
-        Event::Building { board, model } => eprintln!("{board}/{model}: building"),
+        Event::Building { board, model, arena_bytes, budget_bytes } => {
+            let over = if arena_bytes > budget_bytes {
+                format!(", over the board's {budget_bytes}-byte arena budget")
+            } else {
+                String::new()
+            };
+            eprintln!("{board}/{model}: building with a {arena_bytes}-byte arena{over}")
+        }
         Event::BuildOutput { board, line } if line.starts_with("Compiling") => eprintln!("{board}: {line}"),
         Event::BuildOutput { .. } => {}
         Event::Running { board, model, scenario } => eprintln!("{board}/{model}: running {scenario}"),
