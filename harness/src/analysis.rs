@@ -161,16 +161,19 @@ impl Fit {
     }
 }
 
+/// Whether the prediction (made for the bundled TFLM on 32-bit Arm) holds
+/// for `board`'s firmware.
+pub fn predicts_for(board: &Board) -> bool {
+    board.target.starts_with("thumb")
+}
+
 impl Analysis {
     /// The arena this model needs on `board`, against the board's budget and
     /// RAM.
     pub fn fit(&self, board: &Board) -> Result<Fit, NotPredicted> {
-        let Layout::BareMetal(map) = &board.layout else {
+        let (Layout::BareMetal(map), true) = (&board.layout, predicts_for(board)) else {
             return Err(NotPredicted { board: board.name.clone(), target: board.target.clone() });
         };
-        if !board.target.starts_with("thumb") {
-            return Err(NotPredicted { board: board.name.clone(), target: board.target.clone() });
-        }
         let margin = board.budget.safety_margin_percent;
         let suggested = (self.minimum_arena_bytes + (self.minimum_arena_bytes * margin as usize).div_ceil(100))
             .next_multiple_of(BUFFER_ALIGNMENT);

@@ -69,7 +69,11 @@ pub const BROWSERS: &[&str] = &["chromium", "chromium-browser", "google-chrome"]
 
 /// The first browser of [`BROWSERS`] that runs here.
 pub fn browser() -> Option<&'static str> {
-    BROWSERS.iter().copied().find(|b| succeeds(Command::new(b).arg("--version")))
+    first_that_runs(BROWSERS)
+}
+
+fn first_that_runs(programs: &[&'static str]) -> Option<&'static str> {
+    programs.iter().copied().find(|p| succeeds(Command::new(p).arg("--version")))
 }
 
 /// Everything needed to build the firmware for `boards` and run it, plus
@@ -127,9 +131,7 @@ fn output(command: &mut Command) -> Option<String> {
 pub fn is_met(need: &Need, root: &Path) -> bool {
     match need {
         Need::Package { probe: Probe::Runs(program), .. } => succeeds(Command::new(program).arg("--version")),
-        Need::Package { probe: Probe::AnyRuns(programs), .. } => {
-            programs.iter().any(|p| succeeds(Command::new(p).arg("--version")))
-        }
+        Need::Package { probe: Probe::AnyRuns(programs), .. } => first_that_runs(programs).is_some(),
         Need::Package { probe: Probe::CrossLibrary(name), .. } => {
             // GCC echoes the bare name when it cannot find the file.
             output(

@@ -332,9 +332,15 @@ fn measure(
     options: &Options,
     progress: &(dyn Fn(Event) + Sync),
 ) -> Measured {
-    let built = image(ws, board, model, options, progress).and_then(|i| Ok((i, Image::of(board, model, rustc)?)));
+    // The arena is resolved once; every later step reads the number.
+    let sized = model.sized_for(board).map_err(|e| RunError::from(BuildError::from(e)));
+    let built = sized.and_then(|model| {
+        let image = image(ws, board, &model, options, progress)?;
+        let info = Image::of(board, &model, rustc)?;
+        Ok((model, image, info))
+    });
     let scenarios = options.scenarios.iter();
-    let ((firmware, sizes), info) = match built {
+    let (model, (firmware, sizes), info) = match built {
         Ok(built) => built,
         Err(error) => {
             let error = error.to_string();
@@ -344,6 +350,7 @@ fn measure(
             return (None, scenarios.map(failed).collect());
         }
     };
+    let model = &model;
     let timeout = options.timeout.unwrap_or(board.timeout);
     let runs = scenarios
         .map(|scenario| {
@@ -502,7 +509,7 @@ pub fn record(
             metrics.insert(name.into(), value);
         }
     }
-    let arena_prediction = (scenario == SINGLE_FRAME && board.target.starts_with("thumb"))
+    let arena_prediction = (scenario == SINGLE_FRAME && crate::analysis::predicts_for(board))
         .then(|| {
             let analysis = Analysis::of(&model.name, &tflite::read(&model.read().ok()?).ok()?).ok()?;
             Some(ArenaPrediction {

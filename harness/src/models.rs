@@ -320,6 +320,12 @@ impl ModelSpec {
         }
     }
 
+    /// This model with its arena resolved for `board`, so that "auto" is
+    /// analysed once per board rather than by every step that needs the size.
+    pub fn sized_for(&self, board: &crate::board::Board) -> Result<ModelSpec, ModelsError> {
+        Ok(ModelSpec { arena: Arena::Bytes(self.arena_bytes(board)?), ..self.clone() })
+    }
+
     /// The model's bytes, after the checks that catch a bad file before
     /// anything is built: a readable, well-formed TFLite flatbuffer whose
     /// operators the bundled TFLM registers. TFLM's own verifier on the

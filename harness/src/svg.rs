@@ -21,6 +21,15 @@ pub fn bytes(n: f64) -> String {
     }
 }
 
+/// ` style="..."`, or nothing for no style.
+fn style_attr(style: &str) -> String {
+    if style.is_empty() {
+        String::new()
+    } else {
+        format!(" style=\"{style}\"")
+    }
+}
+
 /// A linear map from data to pixels.
 #[derive(Clone, Copy)]
 struct Scale {
@@ -78,7 +87,7 @@ impl Chart {
     pub fn rect(&mut self, (x0, x1): (f64, f64), (y0, y1): (f64, f64), class: &str, style: &str, title: &str) {
         let (left, right) = (self.x.at(x0), self.x.at(x1));
         let (top, bottom) = (self.y.at(y1), self.y.at(y0));
-        let style = if style.is_empty() { String::new() } else { format!(" style=\"{style}\"") };
+        let style = style_attr(style);
         let element = format!(
             "<rect class=\"{class}\" x=\"{left:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{:.1}\"{style}>",
             (right - left).max(1.0),
@@ -110,12 +119,12 @@ impl Chart {
     pub fn polyline(&mut self, points: &[(f64, f64)], class: &str, style: &str) {
         let points: Vec<String> =
             points.iter().map(|&(x, y)| format!("{:.1},{:.1}", self.x.at(x), self.y.at(y))).collect();
-        let style = if style.is_empty() { String::new() } else { format!(" style=\"{style}\"") };
+        let style = style_attr(style);
         let _ = writeln!(self.body, "<polyline class=\"{class}\" points=\"{}\"{style}/>", points.join(" "));
     }
 
     pub fn dot(&mut self, (x, y): (f64, f64), class: &str, style: &str, title: &str) {
-        let style = if style.is_empty() { String::new() } else { format!(" style=\"{style}\"") };
+        let style = style_attr(style);
         let element =
             format!("<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\"{style}>", self.x.at(x), self.y.at(y));
         self.titled(element, title);

@@ -162,20 +162,14 @@ pub fn predict(model: &Model) -> Result<Prediction, ReadError> {
     }
     for op in &sg.operators {
         let tensor = |i: usize| op.inputs.get(i).and_then(|&t| sg.tensors.get(usize::try_from(t).ok()?));
-        let channels = |dim: usize| -> Result<usize, ReadError> {
-            let filter = tensor(1).ok_or_else(|| err("a convolution has no filter".into()))?;
-            let n = filter.shape.get(dim).copied().unwrap_or(0);
-            usize::try_from(n).map_err(|_| err(format!("filter `{}` has {n} channels", filter.name)))
-        };
         match builtin(op) {
-            // Per-channel output multipliers and shifts.
-            Some(CONV_2D) => {
-                let n = channels(0)?;
-                tail.alloc(4 * n, BUFFER_ALIGNMENT);
-                tail.alloc(4 * n, BUFFER_ALIGNMENT);
-            }
-            Some(DEPTHWISE_CONV_2D) => {
-                let n = channels(3)?;
+            // Per-channel output multipliers and shifts, one per channel of
+            // the filter's quantized dimension (0 for conv, 3 for depthwise).
+            Some(code @ (CONV_2D | DEPTHWISE_CONV_2D)) => {
+                let dim = if code == CONV_2D { 0 } else { 3 };
+                let filter = tensor(1).ok_or_else(|| err("a convolution has no filter".into()))?;
+                let n = filter.shape.get(dim).copied().unwrap_or(0);
+                let n = usize::try_from(n).map_err(|_| err(format!("filter `{}` has {n} channels", filter.name)))?;
                 tail.alloc(4 * n, BUFFER_ALIGNMENT);
                 tail.alloc(4 * n, BUFFER_ALIGNMENT);
             }
