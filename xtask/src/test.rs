@@ -4,8 +4,9 @@
 
 use std::process::Command;
 
-use anyhow::{Context, Result};
-use harness::{board, doctor, Workspace};
+use anyhow::{bail, Context, Result};
+use harness::spec::board;
+use harness::{doctor, Workspace};
 
 use crate::exit;
 
@@ -20,6 +21,17 @@ pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     let needs = doctor::needs(&board::load_all(&ws)?, true);
     doctor::ensure(&needs, ws.root(), false, &mut |line| eprintln!("{line}"))?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // The analyzer's tests read the bundled TFLM's sources, which cargo
+    // unpacks only when it fetches the firmware's dependencies.
+    let fetched = Command::new(&cargo)
+        .current_dir(ws.root())
+        .args(["fetch", "--manifest-path", "firmware/Cargo.toml"])
+        .status()
+        .context("cannot run cargo fetch for the firmware")?;
+    if !fetched.success() {
+        bail!("cargo fetch --manifest-path firmware/Cargo.toml failed");
+    }
 
     // CI gets the profile that writes JUnit reports.
     let profile = if std::env::var_os("CI").is_some() { "ci" } else { "default" };
@@ -33,7 +45,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut code = exit::OK;
     for (name, selection) in suites {
         eprintln!("== tests: {name}");
-        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        let status = Command::new(&cargo)
             .current_dir(ws.root())
             .args(["nextest", "run", "--config-file", ".config/nextest.toml", "--profile", profile])
             // A name filter may select nothing in one of the suites.
