@@ -10,14 +10,15 @@ use std::time::{Duration, Instant};
 
 use hilmem_protocol::Frame;
 
-use crate::board::{self, Board, Runner};
-use crate::elf::ImageSizes;
-use crate::firmware::Variant;
-use crate::hil::{self, ConfigError, Options};
-use crate::measurement::SINGLE_FRAME;
-use crate::models;
-use crate::runner::{qemu_args, QEMU, STDIO_UART};
-use crate::{firmware, Workspace};
+use crate::run::measurement::SINGLE_FRAME;
+use crate::run::{self, ConfigError, Options};
+use crate::spec::board::{self, Board, Runner};
+use crate::spec::models;
+use crate::target::elf::ImageSizes;
+use crate::target::firmware;
+use crate::target::firmware::Variant;
+use crate::target::runner::{qemu_args, QEMU, STDIO_UART};
+use crate::Workspace;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -62,7 +63,7 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     options.scenarios = vec![SINGLE_FRAME.into()];
 
     progress("building every image (not timed)");
-    let results = hil::run(ws, &options, &|_| {})?;
+    let results = run::run(ws, &options, &|_| {})?;
     if let Some(f) = results.failed.first() {
         return Err(BenchError::Hil { phase: "build", error: f.error.clone() });
     }
@@ -70,7 +71,7 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     progress("timing the harness");
     options.build = false;
     let started = Instant::now();
-    let results = hil::run(ws, &options, &|_| {})?;
+    let results = run::run(ws, &options, &|_| {})?;
     let hil_time = started.elapsed();
     if let Some(f) = results.failed.first() {
         return Err(BenchError::Hil { phase: "timed", error: f.error.clone() });
@@ -83,9 +84,7 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {
-            let elf = firmware::built(ws, board, model)
-                .map_err(|e| BenchError::Hil { phase: "build", error: e.to_string() })?
-                .elf;
+            let elf = firmware::elf_path(ws, board, &model.name, Variant::Standard);
             bare += bare_run(board, &elf, &command_line)?;
         }
     }
@@ -148,11 +147,12 @@ pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -
     let models = models::select(models::load(&file).map_err(ConfigError::from)?, &[model.to_owned()], &file)
         .map_err(ConfigError::from)?;
     let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
+    let model_file = models[0].read().map_err(|e| build_err(&e))?;
     let mut sizes = Vec::new();
     for variant in [Variant::Standard, Variant::Uninstrumented] {
         progress(&format!("building {}/{model} ({variant:?})", board.name));
-        let image = firmware::build(ws, &board, &models[0], variant, &mut |_| {}).map_err(|e| build_err(&e))?;
-        sizes.push(crate::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
+        let image = firmware::build(ws, &board, &model_file, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
+        sizes.push(crate::target::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
     }
     Ok(LayerCost { board: board.name, model: model.to_owned(), with: sizes[0], without: sizes[1] })
 }
@@ -161,7 +161,7 @@ pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -
 /// float32 activations where each operator also reads the activation two
 /// steps back (a skip connection), sized 16 to 1024 bytes.
 pub fn synthetic_model(tensors: usize) -> Vec<u8> {
-    use crate::tflite::{Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
+    use crate::model::tflite::{Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
     let tensor = |i: usize| Tensor {
         name: format!("t{i}"),
         shape: vec![1, (4 * (1 + (i * 37) % 64)) as i32],
@@ -179,7 +179,7 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
             Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1] }
         })
         .collect();
-    crate::tflite::write(&Model {
+    crate::model::tflite::write(&Model {
         version: 3,
         description: Some("hilmem synthetic benchmark model".into()),
         metadata: vec![],
@@ -195,7 +195,7 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
 }
 
 /// Parsing and planning one model: the mean time of one
-/// [`crate::analysis::Analysis::of`] over its file's bytes.
+/// [`crate::model::analysis::Analysis::of`] over its file's bytes.
 #[derive(Debug, Clone)]
 pub struct AnalyzerTiming {
     pub model: String,
@@ -207,10 +207,10 @@ pub struct AnalyzerTiming {
 
 /// Times parse + plan for `models` (name, bytes): repeated for at least
 /// half a second and three iterations each.
-pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, crate::tflite::ReadError> {
+pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, crate::model::tflite::ReadError> {
     let mut timings = Vec::new();
     for (name, bytes) in models {
-        let analyse = || crate::analysis::Analysis::of(name, &crate::tflite::read(bytes)?);
+        let analyse = || crate::model::analysis::Analysis::of(name, &crate::model::tflite::read(bytes)?);
         let tensors = analyse()?.tensor_count;
         let (mut iterations, started) = (0u32, Instant::now());
         while iterations < 3 || started.elapsed() < Duration::from_millis(500) {

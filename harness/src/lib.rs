@@ -1,36 +1,35 @@
 //! hilmem's library: everything a `cargo xtask` command does is a function here
 //! that a test can call.
 //!
-//! The flow of one run: [`board`] and [`models`] read the configuration,
-//! [`firmware`] builds the reference firmware for a board and model, [`runner`]
-//! deploys and runs it and hands its output to [`session`], which decodes the protocol
-//! frames; [`elf`] reads the sizes the linker fixed; [`hil`] puts these together
-//! into [`measurement::Measurement`] records, and [`report`] shows them.
+//! The folders follow a run's data, and each may use only the ones before it
+//! (a test over this source tree keeps that true):
+//!
+//! 1. [`model`]: a `.tflite` file on its own: reader, writer, TFLM's operator
+//!    tables, the arena plan and tail the analyzer predicts.
+//! 2. [`spec`]: what to measure: board profiles, the models file, and a
+//!    model's fit on a board.
+//! 3. [`target`]: an image on a board: the firmware build, the ELF's facts,
+//!    the runners and transports, the decoded session.
+//! 4. [`run`]: the run over boards, models and scenarios, and the
+//!    measurement records it produces.
+//! 5. [`verdict`]: records against the approved baselines in git.
+//! 6. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
+//!
+//! Beside them, [`workspace`], [`strict_toml`], [`fsutil`] and [`gitrepo`]
+//! are helpers any folder may use (and that use none of them); [`doctor`]
+//! (the machine's tools) and [`bench`] (what hilmem costs) use the folders.
 
-pub mod analysis;
-pub mod baseline;
 pub mod bench;
-pub mod board;
-pub mod compare;
 pub mod doctor;
-pub mod elf;
-pub mod firmware;
 pub mod fsutil;
-pub mod fuzz;
 pub mod gitrepo;
-pub mod hil;
-pub mod measurement;
-pub mod models;
-pub mod page;
-pub mod planner;
+pub mod model;
 pub mod report;
-pub mod runner;
-pub mod session;
+pub mod run;
+pub mod spec;
 pub mod strict_toml;
-pub mod svg;
-pub mod tail;
-pub mod tflite;
-pub mod tflm_ops;
+pub mod target;
+pub mod verdict;
 pub mod workspace;
 
 pub use workspace::Workspace;

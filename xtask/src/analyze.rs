@@ -1,9 +1,12 @@
 //! `cargo xtask analyze`: a model's memory plan before anything is built.
 
 use anyhow::{Context, Result};
-use harness::analysis::Analysis;
-use harness::board::Board;
-use harness::{models, report, tflite, Workspace};
+use harness::model::analysis::Analysis;
+use harness::model::tflite;
+use harness::spec::board::Board;
+use harness::spec::fit;
+use harness::spec::models;
+use harness::{report, Workspace};
 
 use crate::exit;
 
@@ -36,7 +39,7 @@ pub fn run(args: Args) -> Result<i32> {
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
     let analysis = Analysis::of(&args.model, &model)?;
     let fit = match &args.board {
-        Some(name) => Some(analysis.fit(&Board::load(&ws, name)?)?),
+        Some(name) => Some(fit::fit(&analysis, &Board::load(&ws, name)?)?),
         None => None,
     };
     match args.format {

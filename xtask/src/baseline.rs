@@ -4,7 +4,9 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use harness::baseline::{self, Filter, Source};
+use harness::verdict::approval::{self, Filter};
+use harness::verdict::baseline::{self, Source};
+use harness::verdict::compare::{self, Row};
 use harness::{report, Workspace};
 
 use crate::exit;
@@ -89,7 +91,7 @@ pub fn run(args: Args) -> Result<i32> {
                 Some(rev) => Source::Revision { dir: dir.clone(), rev },
                 None => Source::WorkTree(dir.clone()),
             };
-            let rows = baseline::diff(&from, &to)?;
+            let rows = compare::diff(&from, &to)?;
             println!(
                 "{}",
                 if rows.is_empty() { "no baseline changed".to_owned() } else { report::diff_markdown(&rows) }
@@ -118,7 +120,9 @@ fn approver(dir: &std::path::Path) -> String {
 }
 
 fn approve(results: &std::path::Path, dir: &std::path::Path, filters: &[Filter], commit: bool) -> Result<()> {
-    let approval = baseline::approve(results, dir, filters, &approver(dir), commit)?;
+    let approver = approver(dir);
+    let message = |diff: &[Row]| report::approval_message(diff, &approver);
+    let approval = approval::approve(results, dir, filters, &approver, commit.then_some(&message))?;
     if approval.files.is_empty() {
         println!("nothing pending matches");
         return Ok(());
@@ -138,12 +142,12 @@ fn review(results: &std::path::Path, dir: &std::path::Path, commit: bool) -> Res
     let stdin = std::io::stdin();
     let mut answers = stdin.lock().lines();
     let mut accepted = Vec::new();
-    for (board, model, path) in baseline::pending(results)? {
+    for (board, model, path) in approval::pending(results)? {
         let candidate = baseline::read(&path, &board, &model)?;
         let current = Source::WorkTree(dir.to_owned()).load(&board, &model)?;
         for (scenario, new) in &candidate.scenario {
             let old = current.as_ref().and_then(|c| c.scenario.get(scenario)).cloned().unwrap_or_default();
-            let rows = baseline::diff_rows(&board, &model, scenario, &old, new);
+            let rows = compare::diff_rows(&board, &model, scenario, &old, new);
             if rows.is_empty() {
                 continue;
             }
@@ -158,7 +162,7 @@ fn review(results: &std::path::Path, dir: &std::path::Path, commit: bool) -> Res
                         model: Some(model.clone()),
                         scenario: Some(scenario.clone()),
                     }),
-                    "r" | "reject" => baseline::reject(results, &board, &model, scenario)?,
+                    "r" | "reject" => approval::reject(results, &board, &model, scenario)?,
                     "s" | "skip" => {}
                     _ => continue,
                 }

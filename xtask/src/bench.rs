@@ -2,7 +2,8 @@
 //! the arena layer's measurement machinery costs in the firmware.
 
 use anyhow::{Context, Result};
-use harness::{bench, models, Workspace};
+use harness::spec::models;
+use harness::{bench, Workspace};
 
 use crate::exit;
 
@@ -25,7 +26,8 @@ pub fn run(args: Args) -> Result<i32> {
             .into_iter()
             .find(|m| m.name == "person_detection")
             .context("no person_detection in hil.toml")?
-            .read()?,
+            .read()?
+            .bytes,
     )];
     models.extend([1_000, 2_000, 5_000, 10_000].map(|n| (format!("synthetic-{n}"), bench::synthetic_model(n))));
     println!("analyzer, parse + plan (mean of repeated runs, this machine):");

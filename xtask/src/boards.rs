@@ -2,8 +2,9 @@
 //! attached right now.
 
 use anyhow::Result;
-use harness::runner::{self, probe};
-use harness::{board, report, Workspace};
+use harness::spec::board;
+use harness::target::runner::{self, probe};
+use harness::{report, Workspace};
 
 use crate::exit;
 

@@ -1,7 +1,8 @@
 //! `cargo xtask doctor`: check and install the toolchain.
 
 use anyhow::Result;
-use harness::{board, doctor, Workspace};
+use harness::spec::board;
+use harness::{doctor, Workspace};
 
 use crate::exit;
 

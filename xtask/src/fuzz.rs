@@ -2,7 +2,9 @@
 //! reader error in the corpus the tests replay.
 
 use anyhow::{Context, Result};
-use harness::{fuzz, models, Workspace};
+use harness::model::fuzz;
+use harness::spec::models;
+use harness::Workspace;
 
 use crate::exit;
 
@@ -24,7 +26,7 @@ pub fn run(args: Args) -> Result<i32> {
     // corpus file as large.
     let mut seeds = Vec::new();
     for spec in models::load(&ws.models_file())? {
-        let bytes = spec.read()?;
+        let bytes = spec.read()?.bytes;
         if bytes.len() <= MAX_SEED_BYTES {
             seeds.push((spec.name.clone(), bytes));
         }

@@ -3,11 +3,14 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use harness::baseline::{self, Source};
-use harness::compare::{self, Policy};
-use harness::hil::{self, Event, Options};
-use harness::runner::probe::Selector;
-use harness::{board, doctor, fsutil, page, report, Workspace};
+use harness::report::page;
+use harness::run::{self, Event, Options};
+use harness::spec::board;
+use harness::spec::hardware::Selector;
+use harness::verdict::approval;
+use harness::verdict::baseline::Source;
+use harness::verdict::compare::{self, Policy};
+use harness::{doctor, fsutil, report, Workspace};
 
 use crate::exit;
 
@@ -23,7 +26,7 @@ pub struct Args {
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
     /// Frames of the streaming scenarios.
-    #[arg(long, default_value_t = harness::measurement::DEFAULT_FRAMES)]
+    #[arg(long, default_value_t = harness::run::measurement::DEFAULT_FRAMES)]
     frames: u32,
     /// Models file [default: hil.toml at the repository root].
     #[arg(long)]
@@ -81,7 +84,7 @@ enum Format {
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
-    let boards = hil::resolve_boards(&ws, &args.boards)?;
+    let boards = run::resolve_boards(&ws, &args.boards)?;
     doctor::ensure(&doctor::needs(&boards, false), ws.root(), true, &mut |line| eprintln!("{line}"))?;
 
     let mut options = Options::new(&ws, args.boards);
@@ -109,12 +112,12 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let policy = Policy::load(&baselines_dir)?;
 
-    let results = hil::run(&ws, &options, &show_progress)?;
+    let results = run::run(&ws, &options, &show_progress)?;
     let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
     let out = args.out.unwrap_or_else(|| ws.results_dir());
     let written = || -> std::io::Result<()> {
-        hil::save(&out, &results)?;
+        results.save(&out)?;
         let comparison_json = serde_json::to_string_pretty(&comparison).expect("comparison serializes");
         fsutil::write_atomic(&out.join("comparison.json"), comparison_json.as_bytes())?;
         fsutil::write_atomic(&out.join("report.md"), report::markdown(&results, &comparison).as_bytes())?;
@@ -126,7 +129,7 @@ pub fn run(args: Args) -> Result<i32> {
             .with_context(|| format!("cannot write the report into {}", out.display()))?;
         eprintln!("report: {}", shown(&ws, &page));
     }
-    let pending = baseline::write_pending(&results, &comparison, &out)?;
+    let pending = approval::write_pending(&results, &comparison, &out)?;
     eprintln!(
         "compared {} figures and wrote the reports in {:.1} ms",
         comparison.rows.len(),
@@ -135,7 +138,7 @@ pub fn run(args: Args) -> Result<i32> {
 
     match args.format {
         Format::Table => println!("{}\n\n{}", report::table(&results), report::comparison_table(&comparison)),
-        Format::Json => println!("{}", report::json(&results)),
+        Format::Json => println!("{}", results.to_json()),
         Format::Markdown => println!("{}", report::markdown(&results, &comparison)),
         Format::Junit => println!("{}", report::junit(&results, &comparison, args.strict)),
     }
@@ -144,7 +147,7 @@ pub fn run(args: Args) -> Result<i32> {
         eprintln!(
             "{} pending baseline change(s) under {}; review them with `cargo xtask baseline review`",
             pending.len(),
-            shown(&ws, &baseline::pending_dir(&out))
+            shown(&ws, &approval::pending_dir(&out))
         );
     }
     Ok(if !results.failed.is_empty() {

@@ -2,7 +2,8 @@
 //! for a workflow's `strategy.matrix`), so no workflow lists boards by hand.
 
 use anyhow::Result;
-use harness::{board, Workspace};
+use harness::spec::board;
+use harness::Workspace;
 
 use crate::exit;
 

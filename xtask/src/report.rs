@@ -1,9 +1,10 @@
 //! `cargo xtask report`: the last run as one self-contained HTML page.
 
 use anyhow::{Context, Result};
-use harness::compare::Comparison;
-use harness::hil::Results;
-use harness::{page, Workspace};
+use harness::report::page;
+use harness::run::results::Results;
+use harness::verdict::compare::Comparison;
+use harness::Workspace;
 
 use crate::exit;
 

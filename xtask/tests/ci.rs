@@ -49,7 +49,7 @@ fn hosted_ci_runs_what_ci_run_runs() {
 #[test]
 fn the_matrix_is_the_board_profiles() {
     let ws = harness::Workspace::from_source();
-    let boards = harness::board::load_all(&ws).unwrap();
+    let boards = harness::spec::board::load_all(&ws).unwrap();
     for (kind, emulated) in [("real", false), ("emulated", true)] {
         let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["matrix", "--kind", kind]).output().unwrap();
         assert!(out.status.success());

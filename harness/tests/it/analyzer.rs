@@ -7,11 +7,11 @@ use std::process::Command;
 
 use object::{Object, ObjectSection};
 
-use harness::analysis::Analysis;
-use harness::measurement::SINGLE_FRAME;
-use harness::tail::{self, Layout};
-use harness::tflite::{self, builtin_name};
-use harness::tflm_ops;
+use harness::model::analysis::Analysis;
+use harness::model::tail::{self, Layout};
+use harness::model::tflite::builtin_name;
+use harness::model::tflm_ops;
+use harness::run::measurement::SINGLE_FRAME;
 
 use crate::support::{default_board, measure, model, printed_by_tflm, EXAMPLE_MODELS};
 
@@ -141,8 +141,7 @@ fn the_tail_layouts_match_the_bundled_tflm() {
 fn the_prediction_is_what_tflm_does_on_the_board() {
     let board = default_board();
     for name in EXAMPLE_MODELS {
-        let spec = model(name);
-        let analysis = Analysis::of(name, &tflite::read(&spec.read().unwrap()).unwrap()).unwrap();
+        let analysis = Analysis::of(name, &model(name).parsed).unwrap();
         let (record, run) = measure(&board, name, SINGLE_FRAME);
         assert_eq!(analysis.greedy_bytes as i64, printed_by_tflm(&run, "Head usage: "), "{name} head");
         assert_eq!(analysis.tail_bytes as i64, printed_by_tflm(&run, "Tail usage: "), "{name} tail");
@@ -174,9 +173,7 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
             models.join(file).display()
         )
     };
-    let least = |name: &str| {
-        Analysis::of(name, &tflite::read(&model(name).read().unwrap()).unwrap()).unwrap().minimum_arena_bytes
-    };
+    let least = |name: &str| Analysis::of(name, &model(name).parsed).unwrap().minimum_arena_bytes;
     let (hello, speech) = (least("hello_world"), least("micro_speech"));
     let hello_input = "values = [0.5]";
     let speech_input = format!("file = \"{}\"", models.join("yes_micro_f2e59fea_nohash_1.data").display());
@@ -196,12 +193,12 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
     };
     assert_eq!((capacity("hello-least"), capacity("speech-least")), (hello, speech));
     // Planning borrows room for hello_world; micro_speech needs its plan.
-    let hello_analysis = Analysis::of("h", &tflite::read(&model("hello_world").read().unwrap()).unwrap()).unwrap();
+    let hello_analysis = Analysis::of("h", &model("hello_world").parsed).unwrap();
     assert!(hello > hello_analysis.predicted_arena_bytes, "{hello}");
     for name in ["hello-short", "speech-short"] {
         let failed = results.failed.iter().find(|f| f.model == name).unwrap_or_else(|| panic!("{name} ran"));
         assert!(failed.error.contains("TFLM could not load the model"), "{}", failed.error);
     }
-    let suggested = hello_analysis.fit(&default_board()).unwrap().suggested_arena_bytes;
+    let suggested = harness::spec::fit::fit(&hello_analysis, &default_board()).unwrap().suggested_arena_bytes;
     assert_eq!(capacity("hello-auto"), suggested);
 }

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use harness::hil::{self, RunError};
-use harness::measurement::SINGLE_FRAME;
-use harness::runner::{self, Ending, RunOptions};
+use harness::run;
+use harness::run::measurement::SINGLE_FRAME;
+use harness::run::record::RunError;
+use harness::target::runner::{self, Ending, RunOptions};
 use hilmem_protocol::exit;
 
 use crate::support::*;
@@ -136,7 +137,7 @@ fn a_silent_board_is_stopped_at_its_timeout_and_leaves_no_process() {
     let pid = hang.process.unwrap();
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "QEMU (pid {pid}) is still there");
 
-    let error = hil::record(&board, &model, &firmware, sizes, "selftest-hang", &hang).unwrap_err().to_string();
+    let error = run::record::record(&board, &model, &firmware, sizes, "selftest-hang", &hang).unwrap_err().to_string();
     assert!(error.contains("board `qemu-m7`") && error.contains("no answer within 3 s"), "{error}");
     assert!(error.contains("expected the scenario's Metric frames"), "{error}");
     assert!(error.contains("last lines from the target"), "{error}");
@@ -148,7 +149,7 @@ fn garbage_on_the_wire_is_an_error_quoting_the_line() {
     let model = model("hello_world");
     let (firmware, sizes) = build(&board, &model);
     let garbage = run(&board, &model, &firmware, "selftest-garbage", TIMEOUT);
-    let error = hil::record(&board, &model, &firmware, sizes, "selftest-garbage", &garbage).unwrap_err();
+    let error = run::record::record(&board, &model, &firmware, sizes, "selftest-garbage", &garbage).unwrap_err();
     assert!(matches!(error, RunError::Wire { .. }), "{error}");
     let error = error.to_string();
     assert!(error.contains("corrupt frame on the wire") && error.contains("~hm1 0301 00000000"), "{error}");
@@ -160,7 +161,8 @@ fn a_fault_is_an_error_with_the_last_lines_not_a_measurement() {
         let model = model("hello_world");
         let (firmware, sizes) = build(&board, &model);
         let fault = run(&board, &model, &firmware, "selftest-hardfault", TIMEOUT);
-        let error = hil::record(&board, &model, &firmware, sizes, SINGLE_FRAME, &fault).unwrap_err().to_string();
+        let error =
+            run::record::record(&board, &model, &firmware, sizes, SINGLE_FRAME, &fault).unwrap_err().to_string();
         assert!(error.contains("model `hello_world`") && error.contains(&format!("board `{}`", board.name)), "{error}");
         let how = if board.name == "host" { "the target died: signal: 11" } else { "HardFault" };
         assert!(error.contains(how), "{error}");
@@ -174,7 +176,7 @@ fn an_image_built_for_another_board_is_not_deployed() {
     let m4 = board("qemu-m4");
     let model = model("hello_world");
     let (firmware, _) = build(&m7, &model);
-    let err = hil::execute(&m4, &model, &firmware, SINGLE_FRAME, 0, TIMEOUT, &RunOptions::default()).unwrap_err();
+    let err = run::execute(&m4, &model.spec, &firmware, SINGLE_FRAME, 0, TIMEOUT, &RunOptions::default()).unwrap_err();
     assert!(matches!(err, RunError::WrongImage { .. }), "{err}");
     assert!(err.to_string().contains("built as `hilmem board=qemu-m7 model=hello_world`"), "{err}");
 

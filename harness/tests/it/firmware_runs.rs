@@ -2,10 +2,10 @@
 //! that agree with TFLM's own and across boards, right answers, and the same
 //! numbers every time.
 
-use harness::board::Layout;
-use harness::hil;
-use harness::measurement::{metric, Measurement, SINGLE_FRAME};
-use harness::runner::Run;
+use harness::run;
+use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
+use harness::spec::board::Layout;
+use harness::target::runner::Run;
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::support::*;
@@ -30,7 +30,7 @@ fn assert_consistent(record: &Measurement, run: &Run, stack_budget: i64) {
     assert!(record.passed(), "{:?}", record.checks);
 }
 
-fn stack_budget(board: &harness::board::Board) -> i64 {
+fn stack_budget(board: &harness::spec::board::Board) -> i64 {
     match board.layout {
         Layout::BareMetal(m) => m.stack_bytes as i64,
         Layout::Process { stack_bytes } => stack_bytes as i64,
@@ -113,7 +113,7 @@ fn the_host_board_runs_the_same_logic_and_reports_its_rss() {
 fn the_pty_transport_gives_the_same_record_as_stdio() {
     let stdio = default_board();
     let mut pty = stdio.clone();
-    pty.transport = harness::board::Transport::Pty;
+    pty.transport = harness::spec::board::Transport::Pty;
     let (through_stdio, _) = measure(&stdio, "hello_world", SINGLE_FRAME);
     let (through_pty, run) = measure(&pty, "hello_world", SINGLE_FRAME);
     assert_eq!(through_pty, through_stdio);
@@ -128,7 +128,7 @@ fn figures_are_deterministic_on_the_emulated_board() {
     let runs: Vec<Measurement> = (0..2)
         .map(|_| {
             let run = run(&board, &model, &firmware, SINGLE_FRAME, TIMEOUT);
-            hil::record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run).unwrap()
+            run::record::record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run).unwrap()
         })
         .collect();
     assert_eq!(runs[0].metrics, runs[1].metrics);

@@ -1,8 +1,8 @@
 //! The four scenarios on the default board: what each must show.
 
-use harness::firmware::Variant;
-use harness::hil::{self, Options};
-use harness::measurement::{metric, Measurement, CONCURRENT_OTA, LOG_HEAVY, SCENARIOS, SINGLE_FRAME, STREAM};
+use harness::run::measurement::{metric, Measurement, CONCURRENT_OTA, LOG_HEAVY, SCENARIOS, SINGLE_FRAME, STREAM};
+use harness::run::{self, Options};
+use harness::target::firmware::Variant;
 
 use crate::support::*;
 
@@ -21,7 +21,7 @@ fn check_passed(record: &Measurement, name: &str) -> bool {
 fn all_four_scenarios_run_and_show_what_they_must() {
     let mut options = Options::new(&ws(), vec![default_board().name]);
     options.models = vec!["hello_world".into(), "micro_speech".into()];
-    let results = hil::run(&ws(), &options, &|_| {}).unwrap();
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(results.failed.is_empty(), "{:#?}", results.failed);
     assert_eq!(results.records.len(), 2 * SCENARIOS.len());
     for r in &results.records {
@@ -68,10 +68,10 @@ fn a_buffer_leaked_every_frame_fails_the_stream() {
     let model = model("hello_world");
     let (firmware, sizes) = build_variant(&board, &model, Variant::InjectLeak);
     let run = run(&board, &model, &firmware, STREAM, TIMEOUT);
-    let record = hil::record(&board, &model, &firmware, sizes, STREAM, &run).unwrap();
+    let record = run::record::record(&board, &model, &firmware, sizes, STREAM, &run).unwrap();
     let growth = record.metrics[metric::HEAP_GROWTH_BYTES];
     // One 32-byte post-processing block per frame after warm-up.
-    assert_eq!(growth, 32 * i64::from(harness::measurement::DEFAULT_FRAMES - hilmem_protocol::WARM_UP_FRAMES));
+    assert_eq!(growth, 32 * i64::from(harness::run::measurement::DEFAULT_FRAMES - hilmem_protocol::WARM_UP_FRAMES));
     assert!(!check_passed(&record, "watermarks settle after warm-up"));
     assert!(!record.passed());
 }

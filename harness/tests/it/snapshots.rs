@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use harness::compare::{Comparison, Row, Verdict};
-use harness::hil::{Failed, Results, RESULTS_FORMAT};
-use harness::measurement::{ArenaPrediction, Check, Measurement};
 use harness::report;
+use harness::run::measurement::{ArenaPrediction, Check, Measurement};
+use harness::run::results::{Failed, Results, RESULTS_FORMAT};
+use harness::verdict::compare::{Comparison, Row, Verdict};
 
 fn check(rendered: &str, name: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);

@@ -5,13 +5,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use harness::board::{Board, DEFAULT_BOARD};
-use harness::elf::{self, ImageSizes};
-use harness::firmware::{self, Firmware, Variant};
-use harness::hil::{self, Options, Results};
-use harness::measurement::{Measurement, DEFAULT_FRAMES, SINGLE_FRAME};
-use harness::models::{self, ModelSpec};
-use harness::runner::{Run, RunOptions};
+use harness::run::measurement::{Measurement, DEFAULT_FRAMES, SINGLE_FRAME};
+use harness::run::results::Results;
+use harness::run::{self, Options};
+use harness::spec::board::{Board, DEFAULT_BOARD};
+use harness::spec::models::{self, Model};
+use harness::target::elf::{self, ImageSizes};
+use harness::target::firmware::{self, Firmware, Variant};
+use harness::target::runner::{Run, RunOptions};
 use harness::Workspace;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -31,23 +32,23 @@ pub fn default_board() -> Board {
     board(DEFAULT_BOARD)
 }
 
-/// A model from the repository's `hil.toml`.
-pub fn model(name: &str) -> ModelSpec {
-    models::load(&ws().models_file()).unwrap().into_iter().find(|m| m.name == name).unwrap()
+/// A model from the repository's `hil.toml`, read.
+pub fn model(name: &str) -> Model {
+    models::load(&ws().models_file()).unwrap().into_iter().find(|m| m.name == name).unwrap().read().unwrap()
 }
 
-pub fn build(board: &Board, model: &ModelSpec) -> (Firmware, ImageSizes) {
+pub fn build(board: &Board, model: &Model) -> (Firmware, ImageSizes) {
     build_variant(board, model, Variant::Standard)
 }
 
-pub fn build_variant(board: &Board, model: &ModelSpec, variant: Variant) -> (Firmware, ImageSizes) {
+pub fn build_variant(board: &Board, model: &Model, variant: Variant) -> (Firmware, ImageSizes) {
     let firmware = firmware::build(&ws(), board, model, variant, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
     let sizes = elf::sizes(&firmware.elf, &board.layout).unwrap();
     (firmware, sizes)
 }
 
-pub fn run(board: &Board, model: &ModelSpec, firmware: &Firmware, scenario: &str, timeout: Duration) -> Run {
-    hil::execute(board, model, firmware, scenario, DEFAULT_FRAMES, timeout, &RunOptions::default())
+pub fn run(board: &Board, model: &Model, firmware: &Firmware, scenario: &str, timeout: Duration) -> Run {
+    run::execute(board, &model.spec, firmware, scenario, DEFAULT_FRAMES, timeout, &RunOptions::default())
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -56,7 +57,7 @@ pub fn measure(board: &Board, model_name: &str, scenario: &str) -> (Measurement,
     let model = model(model_name);
     let (firmware, sizes) = build(board, &model);
     let run = run(board, &model, &firmware, scenario, TIMEOUT);
-    let record = hil::record(board, &model, &firmware, sizes, scenario, &run).unwrap_or_else(|e| panic!("{e}"));
+    let record = run::record::record(board, &model, &firmware, sizes, scenario, &run).unwrap_or_else(|e| panic!("{e}"));
     (record, run)
 }
 
@@ -68,7 +69,7 @@ pub fn hil_with_models(dir: &Path, models_toml: &str) -> Results {
     let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
     options.models_file = file;
     options.scenarios = vec![SINGLE_FRAME.into()];
-    hil::run(&ws(), &options, &|_| {}).unwrap()
+    run::run(&ws(), &options, &|_| {}).unwrap()
 }
 
 /// A figure TFLM printed itself, as `<prefix><n> bytes`.

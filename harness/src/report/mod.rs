@@ -1,16 +1,21 @@
-//! Showing results: terminal tables, JSON, Markdown and JUnit XML.
+//! Showing results: terminal tables, Markdown and JUnit XML here, the HTML
+//! page in [`page`] (drawn with [`svg`]). Reads every folder below it;
+//! nothing below reads it.
+
+pub mod page;
+pub mod svg;
 
 use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
-use crate::baseline::BaselineFile;
-use crate::board::{Board, Layout, Runner};
-use crate::compare::{Comparison, Row, Verdict};
-use crate::hil::Results;
-use crate::measurement::metric;
-use crate::measurement::{ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT};
-use crate::runner::probe::ProbeSummary;
+use crate::run::measurement::metric;
+use crate::run::measurement::{ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT};
+use crate::run::results::Results;
+use crate::spec::board::{Board, Layout, Runner};
+use crate::target::runner::probe::ProbeSummary;
+use crate::verdict::baseline::BaselineFile;
+use crate::verdict::compare::{Comparison, Row, Verdict};
 
 /// Metric columns of the terminal table, shown where a board reports them.
 const COLUMNS: [&str; 8] = [
@@ -156,11 +161,6 @@ serial ports:",
     out
 }
 
-/// The results as pretty JSON (the layout of `results.json`).
-pub fn json(results: &Results) -> String {
-    serde_json::to_string_pretty(results).expect("results serialize")
-}
-
 fn signed(v: Option<i64>) -> String {
     v.map_or("-".into(), |d| if d > 0 { format!("+{d}") } else { d.to_string() })
 }
@@ -225,6 +225,12 @@ pub fn diff_markdown(rows: &[Row]) -> String {
         out.push_str(&format!("| {} | {verdict} |\n", cells.join(" | ")));
     }
     out
+}
+
+/// The commit message of a baseline approval: the changed figures as a
+/// Markdown table, and who approved them.
+pub fn approval_message(diff: &[Row], approver: &str) -> String {
+    format!("Approve memory baselines\n\n{}\nApproved-by: {approver}\n", diff_markdown(diff))
 }
 
 /// The comparison and the run's failures as Markdown.
@@ -432,7 +438,7 @@ pub(crate) fn date(seconds: i64) -> String {
 
 /// A model's memory plan: every planned tensor with its lifetime and greedy
 /// offset, then linear, greedy and the lower bound compared.
-pub fn analysis(a: &crate::analysis::Analysis) -> String {
+pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
     let mut builder = Builder::default();
     builder.push_record(["tensor", "name", "type", "shape", "bytes (aligned)", "steps", "greedy offset"]);
     for t in &a.planned {
@@ -493,7 +499,7 @@ pub fn analysis(a: &crate::analysis::Analysis) -> String {
 }
 
 /// How the arena fits a board: the suggestion against the budget and RAM.
-pub fn fit(f: &crate::analysis::Fit) -> String {
+pub fn fit(f: &crate::spec::fit::Fit) -> String {
     let verdict = |room: usize| {
         if f.suggested_arena_bytes <= room {
             format!("fits, {} bytes spare", room - f.suggested_arena_bytes)

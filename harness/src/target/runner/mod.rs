@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use hilmem_protocol::Frame;
 
-use crate::board::{Board, Runner, Transport};
-use crate::session::Session;
+use crate::spec::board::{Board, Runner, Transport};
+use crate::spec::hardware::Selector;
+use crate::target::session::Session;
 
 pub const QEMU: &str = "qemu-system-arm";
 
@@ -90,7 +91,7 @@ pub trait Target {
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Debug probe to use, overriding the profile's.
-    pub probe: Option<probe::Selector>,
+    pub probe: Option<Selector>,
 }
 
 /// Deploys `elf` on the board and starts it.
@@ -106,7 +107,7 @@ pub fn start(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<dyn 
         (Runner::ProbeRs { chip, probe }, _) => {
             let selector = match (&options.probe, probe) {
                 (Some(chosen), _) => Some(chosen.clone()),
-                (None, Some(profile)) => Some(probe::Selector::parse(profile)?),
+                (None, Some(profile)) => Some(Selector::parse(profile).map_err(probe::ProbeError::from)?),
                 (None, None) => None,
             };
             Ok(Box::new(probe::ProbeTarget::start(chip, selector.as_ref(), elf)?))

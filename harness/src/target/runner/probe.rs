@@ -2,7 +2,7 @@
 //! other runs off it, flash, reset, and talk RTT.
 //!
 //! The parts that need no hardware are separate functions so they are tested
-//! here: [`Selector`] parsing, [`select`] among the attached probes,
+//! here: [`select`] among the attached probes,
 //! [`ProbeLock`], and [`map_open_error`] / [`map_attach_error`].
 
 use std::fmt;
@@ -16,6 +16,8 @@ use probe_rs::rtt::{Rtt, ScanRegion};
 use probe_rs::semihosting::SemihostingCommand;
 use probe_rs::{BreakpointCause, CoreStatus, HaltReason, Permissions, Session};
 
+use crate::spec::hardware::{BadSelector, Selector};
+
 use super::lines::LineBuffer;
 use super::{Ending, Next, RunnerError, Target};
 
@@ -25,8 +27,8 @@ const HALT_WAIT: Duration = Duration::from_millis(500);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ProbeError {
-    #[error("probe selector `{0}` is not VID:PID or VID:PID:SERIAL with hexadecimal VID and PID")]
-    BadSelector(String),
+    #[error(transparent)]
+    BadSelector(#[from] BadSelector),
     #[error("no debug probe is attached{}", wanted.as_ref().map(|s| format!(" matching {s}")).unwrap_or_default())]
     NoProbe { wanted: Option<Selector> },
     #[error("{count} debug probes are attached ({list}); name one with --probe VID:PID[:SERIAL] or `runner.probe` in the board profile")]
@@ -51,44 +53,6 @@ pub enum ProbeError {
     Session(String),
 }
 
-/// Which probe to use: USB vendor and product id, and optionally its serial.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selector {
-    pub vid: u16,
-    pub pid: u16,
-    pub serial: Option<String>,
-}
-
-impl Selector {
-    pub fn parse(text: &str) -> Result<Selector, ProbeError> {
-        let bad = || ProbeError::BadSelector(text.to_owned());
-        let mut parts = text.splitn(3, ':');
-        let mut hex = || u16::from_str_radix(parts.next().ok_or_else(bad)?, 16).map_err(|_| bad());
-        let (vid, pid) = (hex()?, hex()?);
-        let serial = text.splitn(3, ':').nth(2).map(str::to_owned);
-        if serial.as_deref() == Some("") {
-            return Err(bad());
-        }
-        Ok(Selector { vid, pid, serial })
-    }
-
-    fn matches(&self, probe: &ProbeSummary) -> bool {
-        self.vid == probe.vid
-            && self.pid == probe.pid
-            && self.serial.as_ref().is_none_or(|s| probe.serial.as_ref() == Some(s))
-    }
-}
-
-impl fmt::Display for Selector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04x}:{:04x}", self.vid, self.pid)?;
-        if let Some(serial) = &self.serial {
-            write!(f, ":{serial}")?;
-        }
-        Ok(())
-    }
-}
-
 /// What hilmem needs to know of an attached probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeSummary {
@@ -106,6 +70,12 @@ impl ProbeSummary {
             pid: info.product_id,
             serial: info.serial_number.clone(),
         }
+    }
+
+    fn matched_by(&self, wanted: &Selector) -> bool {
+        wanted.vid == self.vid
+            && wanted.pid == self.pid
+            && wanted.serial.as_ref().is_none_or(|s| self.serial.as_ref() == Some(s))
     }
 
     /// The selector that names exactly this probe.
@@ -127,7 +97,7 @@ pub fn attached() -> Vec<ProbeSummary> {
 
 /// The one probe `wanted` names, or the only probe attached.
 pub fn select<'a>(probes: &'a [ProbeSummary], wanted: Option<&Selector>) -> Result<&'a ProbeSummary, ProbeError> {
-    let matching: Vec<&ProbeSummary> = probes.iter().filter(|p| wanted.is_none_or(|w| w.matches(p))).collect();
+    let matching: Vec<&ProbeSummary> = probes.iter().filter(|p| wanted.is_none_or(|w| p.matched_by(w))).collect();
     match matching.as_slice() {
         [] => Err(ProbeError::NoProbe { wanted: wanted.cloned() }),
         [one] => Ok(one),
@@ -335,17 +305,6 @@ mod tests {
 
     fn probe(vid: u16, pid: u16, serial: &str) -> ProbeSummary {
         ProbeSummary { name: "ST-Link V3".into(), vid, pid, serial: Some(serial.into()) }
-    }
-
-    #[test]
-    fn selectors_parse_and_print() {
-        let s = Selector::parse("0483:374e:004A00213").unwrap();
-        assert_eq!((s.vid, s.pid, s.serial.as_deref()), (0x0483, 0x374e, Some("004A00213")));
-        assert_eq!(s.to_string(), "0483:374e:004A00213");
-        assert_eq!(Selector::parse("1366:1015").unwrap().serial, None);
-        for bad in ["", "0483", "0483:", "xyz:374e", "0483:374e:", "12345:1"] {
-            assert_eq!(Selector::parse(bad), Err(ProbeError::BadSelector(bad.into())), "{bad}");
-        }
     }
 
     #[test]

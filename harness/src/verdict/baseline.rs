@@ -1,16 +1,15 @@
 //! Approved figures in git: `baselines/<board>/<model>.toml` (memory figures
 //! per scenario, with metadata), read from the work tree or from any
-//! revision, and the pending candidates a run leaves for approval.
+//! revision, listed, and followed through history.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{Comparison, Row};
 use crate::fsutil::write_atomic;
 use crate::gitrepo::{self, GitError};
-use crate::hil::Results;
+use crate::run::results::Meta;
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -32,28 +31,6 @@ pub struct BaselineFile {
     pub meta: Meta,
     /// Scenario, then metric name, then value.
     pub scenario: BTreeMap<String, BTreeMap<String, i64>>,
-}
-
-/// Where a baseline's figures came from and who approved them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Meta {
-    pub board: String,
-    pub model: String,
-    /// SHA-256 of the model file.
-    pub model_sha256: String,
-    /// The TFLM source the firmware was built from.
-    pub tflm: String,
-    /// The Rust compiler that built it.
-    pub rustc: String,
-    /// Build settings that change the figures.
-    pub target: String,
-    pub arena_bytes: u32,
-    /// Commit the measurement was made on ("" outside git).
-    pub measured_at_commit: String,
-    pub approved_by: String,
-    /// Seconds since the Unix epoch, UTC.
-    pub approved_at: u64,
 }
 
 /// Only memory figures are baselined; counts and flags are not.
@@ -146,185 +123,6 @@ impl BaselineFile {
     }
 }
 
-/// The pending candidates of a run: one file per board and model, under
-/// `<results>/pending/`.
-pub fn pending_dir(results: &Path) -> PathBuf {
-    results.join("pending")
-}
-
-/// Every pending candidate, as (board, model, file).
-pub fn pending(results: &Path) -> Result<Vec<(String, String, PathBuf)>, BaselineError> {
-    let mut found = Vec::new();
-    let dir = pending_dir(results);
-    for board in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        for file in std::fs::read_dir(board.path()).into_iter().flatten().flatten() {
-            let path = file.path();
-            if let (Some(board), Some(model)) = (
-                board.file_name().to_str().map(str::to_owned),
-                path.file_stem().and_then(|s| s.to_str()).map(str::to_owned),
-            ) {
-                if path.extension().is_some_and(|e| e == "toml") {
-                    found.push((board, model, path));
-                }
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
-/// Writes the pending candidates of a run into `<results>/pending/`: for each
-/// board and model with a changed figure, the measured figures of the
-/// scenarios that changed (approval merges them into the baseline).
-/// Candidates of earlier runs are removed first.
-pub fn write_pending(
-    results: &Results,
-    comparison: &Comparison,
-    results_dir: &Path,
-) -> Result<Vec<PathBuf>, BaselineError> {
-    let dir = pending_dir(results_dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut written = Vec::new();
-    for image in &results.images {
-        let changed: Vec<&str> = comparison.changes(&image.board, &image.model).map(|r| r.scenario.as_str()).collect();
-        if changed.is_empty() {
-            continue;
-        }
-        let mut file = BaselineFile { meta: image.meta(results), scenario: BTreeMap::new() };
-        let records = results.records.iter().filter(|r| r.board == image.board && r.model == image.model);
-        for record in records.filter(|r| changed.contains(&r.scenario.as_str())) {
-            let figures = record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.clone(), *v));
-            file.scenario.insert(record.scenario.clone(), figures.collect());
-        }
-        let path = file_path(&dir, &image.board, &image.model);
-        file.write(&path)?;
-        written.push(path);
-    }
-    Ok(written)
-}
-
-/// Which pending changes an approval takes (None: all).
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    pub board: Option<String>,
-    pub model: Option<String>,
-    pub scenario: Option<String>,
-}
-
-impl Filter {
-    fn takes(&self, board: &str, model: &str, scenario: &str) -> bool {
-        let ok = |wanted: &Option<String>, value: &str| wanted.as_deref().is_none_or(|w| w == value);
-        ok(&self.board, board) && ok(&self.model, model) && ok(&self.scenario, scenario)
-    }
-}
-
-/// What an approval did.
-#[derive(Debug, Clone)]
-pub struct Approval {
-    /// Baseline files written.
-    pub files: Vec<PathBuf>,
-    /// Old and new figures of every metric that changed.
-    pub diff: Vec<Row>,
-    /// The commit made, with `--commit`.
-    pub commit: Option<String>,
-}
-
-/// Turns the pending candidates that any of `filters` selects into baselines
-/// (each file written atomically), and with `commit` commits exactly those
-/// files with the diff in the message. Refuses to commit when baseline files
-/// have uncommitted edits.
-pub fn approve(
-    results_dir: &Path,
-    baselines_dir: &Path,
-    filters: &[Filter],
-    approver: &str,
-    commit: bool,
-) -> Result<Approval, BaselineError> {
-    if commit {
-        let dirty = gitrepo::changed_under(baselines_dir)?;
-        if !dirty.is_empty() {
-            let files = dirty.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-            return Err(GitError::Dirty { files }.into());
-        }
-    }
-    let mut approval = Approval { files: Vec::new(), diff: Vec::new(), commit: None };
-    for (board, model, path) in pending(results_dir)? {
-        let mut candidate = read(&path, &board, &model)?;
-        let target = file_path(baselines_dir, &board, &model);
-        let mut baseline = Source::WorkTree(baselines_dir.to_owned())
-            .load(&board, &model)?
-            .unwrap_or(BaselineFile { meta: candidate.meta.clone(), scenario: BTreeMap::new() });
-        let taken: Vec<String> =
-            candidate.scenario.keys().filter(|s| filters.iter().any(|f| f.takes(&board, &model, s))).cloned().collect();
-        if taken.is_empty() {
-            continue;
-        }
-        for scenario in &taken {
-            let new = candidate.scenario.remove(scenario).expect("listed above");
-            let old = baseline.scenario.insert(scenario.clone(), new.clone()).unwrap_or_default();
-            approval.diff.extend(diff_rows(&board, &model, scenario, &old, &new));
-        }
-        baseline.meta = Meta { approved_by: approver.to_owned(), approved_at: now(), ..candidate.meta.clone() };
-        baseline.write(&target)?;
-        approval.files.push(target);
-        if candidate.scenario.is_empty() {
-            let _ = std::fs::remove_file(&path);
-        } else {
-            candidate.write(&path)?;
-        }
-    }
-    if commit && !approval.files.is_empty() {
-        let message = format!(
-            "Approve memory baselines\n\n{}\nApproved-by: {approver}\n",
-            crate::report::diff_markdown(&approval.diff)
-        );
-        approval.commit = Some(gitrepo::commit_files(&approval.files, &message)?);
-    }
-    Ok(approval)
-}
-
-/// Drops a scenario's pending candidate without approving it.
-pub fn reject(results_dir: &Path, board: &str, model: &str, scenario: &str) -> Result<(), BaselineError> {
-    let path = file_path(&pending_dir(results_dir), board, model);
-    let mut candidate = read(&path, board, model)?;
-    candidate.scenario.remove(scenario);
-    if candidate.scenario.is_empty() {
-        let _ = std::fs::remove_file(&path);
-        Ok(())
-    } else {
-        candidate.write(&path)
-    }
-}
-
-/// One row per metric whose value differs between `old` and `new`.
-pub fn diff_rows(
-    board: &str,
-    model: &str,
-    scenario: &str,
-    old: &BTreeMap<String, i64>,
-    new: &BTreeMap<String, i64>,
-) -> Vec<Row> {
-    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .filter(|m| old.get(*m) != new.get(*m))
-        .map(|metric| {
-            let (baseline, measured) = (old.get(metric).copied(), new.get(metric).copied());
-            Row {
-                board: board.to_owned(),
-                model: model.to_owned(),
-                scenario: scenario.to_owned(),
-                metric: metric.clone(),
-                baseline,
-                measured,
-                verdict: crate::compare::verdict(Default::default(), baseline, measured),
-            }
-        })
-        .collect()
-}
-
 /// The (board, model) pairs that have a baseline in `source`.
 pub fn list(source: &Source) -> Result<Vec<(String, String)>, BaselineError> {
     let mut found = Vec::new();
@@ -357,28 +155,6 @@ pub fn list(source: &Source) -> Result<Vec<(String, String)>, BaselineError> {
     }
     found.sort();
     Ok(found)
-}
-
-/// Every changed figure between the baselines of two sources.
-pub fn diff(from: &Source, to: &Source) -> Result<Vec<Row>, BaselineError> {
-    let mut pairs = list(from)?;
-    pairs.extend(list(to)?);
-    pairs.sort();
-    pairs.dedup();
-    let mut rows = Vec::new();
-    for (board, model) in pairs {
-        let old = from.load(&board, &model)?.map(|b| b.scenario).unwrap_or_default();
-        let new = to.load(&board, &model)?.map(|b| b.scenario).unwrap_or_default();
-        let mut scenarios: Vec<&String> = old.keys().chain(new.keys()).collect();
-        scenarios.sort();
-        scenarios.dedup();
-        for scenario in scenarios {
-            let empty = BTreeMap::new();
-            let (o, n) = (old.get(scenario).unwrap_or(&empty), new.get(scenario).unwrap_or(&empty));
-            rows.extend(diff_rows(&board, &model, scenario, o, n));
-        }
-    }
-    Ok(rows)
 }
 
 /// A baseline file through the commits that changed it.

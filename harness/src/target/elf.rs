@@ -7,7 +7,7 @@ use object::elf::{PT_LOAD, SHF_ALLOC, SHF_WRITE};
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, FileKind, Object, ObjectSection, ObjectSymbol};
 
-use crate::board::{Layout, MemoryMap};
+use crate::spec::board::{Layout, MemoryMap};
 
 /// Name of the tensor arena's symbol in the reference firmware.
 pub const ARENA_SYMBOL: &str = "HILMEM_ARENA";

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
-use crate::session::{Output, Session};
+use crate::spec::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
+use crate::target::session::{Output, Session};
 
 /// Stable metric names.
 pub mod metric {
@@ -150,7 +150,7 @@ pub fn checks(model: &ModelSpec, scenario: &str, session: &Session) -> Vec<Check
                 detail: said.to_owned(),
             });
             if accepted {
-                let name = crate::firmware::ota_output_name(&model.ota.input.name);
+                let name = crate::target::firmware::ota_output_name(&model.ota.input.name);
                 checks.extend(output_check(&name, &model.ota.input, &session.outputs));
             }
         }
@@ -181,7 +181,7 @@ fn output_check(reported: &str, input: &InputSpec, outputs: &[Output]) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::{InputData, OtaSpec};
+    use crate::spec::models::{InputData, OtaSpec};
 
     fn input(name: &str, expect: Option<Expect>) -> InputSpec {
         InputSpec { name: name.into(), data: InputData::Values(vec![0.0]), expect }
@@ -191,7 +191,7 @@ mod tests {
         ModelSpec {
             name: "m".into(),
             file: "m.tflite".into(),
-            arena: crate::models::Arena::Bytes(64),
+            arena: crate::spec::models::Arena::Bytes(64),
             inputs: vec![
                 input("a", Some(Expect::Class(1))),
                 input("b", Some(Expect::Value { value: 1.0, tolerance: 0.1 })),

@@ -2,7 +2,7 @@
 //! the bundled TFLM (2020) derives them, and its greedy planner reproduced
 //! step for step, so the planned arena head is known before anything runs.
 
-use crate::tflite::{Model, ReadError};
+use crate::model::tflite::{Model, ReadError};
 
 /// TFLM aligns every planned buffer to this.
 pub const BUFFER_ALIGNMENT: usize = 16;

@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::model::analysis::Analysis;
+use crate::model::tflite;
+use crate::spec::board::Board;
+use crate::spec::fit;
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +27,7 @@ pub enum ModelsError {
     #[error("model `{model}`: the bundled TFLM (May 2020) does not register {ops}; {path} needs a newer TFLM or a model converted for this one")]
     Unsupported { model: String, path: PathBuf, ops: String },
     #[error("model `{model}`: `arena_bytes = \"auto\"`: {source}")]
-    Auto { model: String, source: crate::analysis::NotPredicted },
+    Auto { model: String, source: fit::NotPredicted },
 }
 
 /// The size of the firmware's tensor arena.
@@ -31,7 +35,7 @@ pub enum ModelsError {
 pub enum Arena {
     Bytes(u32),
     /// The analyzer's minimum plus the board's safety margin
-    /// ([`crate::analysis::Fit::suggested_arena_bytes`]).
+    /// ([`crate::spec::fit::Fit::suggested_arena_bytes`]).
     Auto,
 }
 
@@ -298,50 +302,29 @@ pub fn select(models: Vec<ModelSpec>, names: &[String], file: &Path) -> Result<V
     Ok(models.into_iter().filter(|m| names.is_empty() || names.contains(&m.name)).collect())
 }
 
+/// A model of the models file with its `.tflite` read and checked once: the
+/// bytes and the parsed model travel with the spec to every step that needs
+/// them (sizing the arena, the build, the image's identity, the record).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub spec: ModelSpec,
+    pub bytes: Vec<u8>,
+    pub parsed: tflite::Model,
+}
+
 impl ModelSpec {
-    /// The arena to build for `board`: as configured, or for "auto" the
-    /// analyzer's suggestion for the board.
-    pub fn arena_bytes(&self, board: &crate::board::Board) -> Result<u32, ModelsError> {
-        match self.arena {
-            Arena::Bytes(bytes) => Ok(bytes),
-            Arena::Auto => {
-                let bytes = self.read()?;
-                let analysis = crate::tflite::read(&bytes)
-                    .and_then(|model| crate::analysis::Analysis::of(&self.name, &model))
-                    .map_err(|e| ModelsError::NotTflite {
-                        model: self.name.clone(),
-                        path: self.file.clone(),
-                        why: e.to_string(),
-                    })?;
-                let fit =
-                    analysis.fit(board).map_err(|source| ModelsError::Auto { model: self.name.clone(), source })?;
-                Ok(fit.suggested_arena_bytes as u32)
-            }
-        }
-    }
-
-    /// This model with its arena resolved for `board`, so that "auto" is
-    /// analysed once per board rather than by every step that needs the size.
-    pub fn sized_for(&self, board: &crate::board::Board) -> Result<ModelSpec, ModelsError> {
-        Ok(ModelSpec { arena: Arena::Bytes(self.arena_bytes(board)?), ..self.clone() })
-    }
-
-    /// The model's bytes, after the checks that catch a bad file before
+    /// Reads the model's file, with the checks that catch a bad file before
     /// anything is built: a readable, well-formed TFLite flatbuffer whose
     /// operators the bundled TFLM registers. TFLM's own verifier on the
     /// target checks again.
-    pub fn read(&self) -> Result<Vec<u8>, ModelsError> {
+    pub fn read(&self) -> Result<Model, ModelsError> {
         let bytes = std::fs::read(&self.file).map_err(|source| ModelsError::Read {
             model: self.name.clone(),
             path: self.file.clone(),
             source,
         })?;
-        let model = crate::tflite::read(&bytes).map_err(|e| ModelsError::NotTflite {
-            model: self.name.clone(),
-            path: self.file.clone(),
-            why: e.to_string(),
-        })?;
-        let missing = crate::tflite::unsupported(&model);
+        let parsed = tflite::read(&bytes).map_err(|e| self.not_tflite(e))?;
+        let missing = tflite::unsupported(&parsed);
         if !missing.is_empty() {
             return Err(ModelsError::Unsupported {
                 model: self.name.clone(),
@@ -349,7 +332,34 @@ impl ModelSpec {
                 ops: missing.join(", "),
             });
         }
-        Ok(bytes)
+        Ok(Model { spec: self.clone(), bytes, parsed })
+    }
+
+    fn not_tflite(&self, e: tflite::ReadError) -> ModelsError {
+        ModelsError::NotTflite { model: self.name.clone(), path: self.file.clone(), why: e.to_string() }
+    }
+}
+
+impl Model {
+    /// The arena to build for `board`: as configured, or for "auto" the
+    /// analyzer's suggestion for the board.
+    pub fn arena_bytes(&self, board: &Board) -> Result<u32, ModelsError> {
+        match self.spec.arena {
+            Arena::Bytes(bytes) => Ok(bytes),
+            Arena::Auto => {
+                let analysis = Analysis::of(&self.spec.name, &self.parsed).map_err(|e| self.spec.not_tflite(e))?;
+                let fit = fit::fit(&analysis, board)
+                    .map_err(|source| ModelsError::Auto { model: self.spec.name.clone(), source })?;
+                Ok(fit.suggested_arena_bytes as u32)
+            }
+        }
+    }
+
+    /// This model with its arena resolved for `board`, so that "auto" is
+    /// analysed once per board rather than by every step that needs the size.
+    pub fn sized_for(&self, board: &Board) -> Result<Model, ModelsError> {
+        let spec = ModelSpec { arena: Arena::Bytes(self.arena_bytes(board)?), ..self.spec.clone() };
+        Ok(Model { spec, ..self.clone() })
     }
 }
 
@@ -431,13 +441,13 @@ expect_class = 2
             .replace("file = \"m.tflite\"", &format!("file = {:?}", hello.display().to_string()));
         let spec = &load_text(&text).unwrap()[0];
         assert_eq!(spec.arena, Arena::Auto);
-        let board = |name| crate::board::Board::load(&ws, name).unwrap();
-        let analysis =
-            crate::analysis::Analysis::of("m", &crate::tflite::read(&std::fs::read(&hello).unwrap()).unwrap()).unwrap();
-        let m7 = spec.arena_bytes(&board("qemu-m7")).unwrap();
-        assert_eq!(m7 as usize, analysis.fit(&board("qemu-m7")).unwrap().suggested_arena_bytes);
+        let board = |name| Board::load(&ws, name).unwrap();
+        let analysis = Analysis::of("m", &tflite::read(&std::fs::read(&hello).unwrap()).unwrap()).unwrap();
+        let model = spec.read().unwrap();
+        let m7 = model.arena_bytes(&board("qemu-m7")).unwrap();
+        assert_eq!(m7 as usize, fit::fit(&analysis, &board("qemu-m7")).unwrap().suggested_arena_bytes);
         assert!(m7 as usize > analysis.minimum_arena_bytes && m7.is_multiple_of(16), "{m7}");
-        let host = spec.arena_bytes(&board("host")).unwrap_err().to_string();
+        let host = model.arena_bytes(&board("host")).unwrap_err().to_string();
         assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
     }
 

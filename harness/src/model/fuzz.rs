@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::Analysis;
-use crate::tflite;
+use crate::model::analysis::Analysis;
+use crate::model::tflite;
 
 /// A deterministic xorshift generator: the same seed damages the same way.
 pub struct Damage {

@@ -9,6 +9,7 @@ use std::time::Duration;
 pub use arena::budget::{Budget, Gate};
 use serde::Deserialize;
 
+use crate::spec::hardware::{Cpu, QemuMachine, Selector, CPUS, QEMU_MACHINES};
 use crate::strict_toml::{self, TomlError};
 use crate::Workspace;
 
@@ -127,77 +128,6 @@ impl Region {
         range.start <= self.origin && self.end() <= range.end
     }
 }
-
-/// A Cortex-M core, or the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cpu {
-    pub name: &'static str,
-    /// CPUID part number the firmware checks at boot (0 for the host).
-    pub part: u16,
-    /// Rust targets that run on it.
-    pub targets: &'static [&'static str],
-}
-
-const V6M: &str = "thumbv6m-none-eabi";
-const V7M: &str = "thumbv7m-none-eabi";
-const V7EM: &str = "thumbv7em-none-eabi";
-const V7EMHF: &str = "thumbv7em-none-eabihf";
-const V8MMAIN: &str = "thumbv8m.main-none-eabi";
-const V8MMAINHF: &str = "thumbv8m.main-none-eabihf";
-pub const HOST_TARGET: &str = "x86_64-unknown-linux-gnu";
-
-pub const CPUS: &[Cpu] = &[
-    Cpu { name: "cortex-m0plus", part: 0xC60, targets: &[V6M] },
-    Cpu { name: "cortex-m3", part: 0xC23, targets: &[V7M, V6M] },
-    Cpu { name: "cortex-m4", part: 0xC24, targets: &[V7EMHF, V7EM, V7M, V6M] },
-    Cpu { name: "cortex-m7", part: 0xC27, targets: &[V7EMHF, V7EM, V7M, V6M] },
-    Cpu { name: "cortex-m33", part: 0xD21, targets: &[V8MMAINHF, V8MMAIN, V7M, V6M] },
-    Cpu { name: "cortex-m55", part: 0xD22, targets: &[V8MMAINHF, V8MMAIN, V7M, V6M] },
-    Cpu { name: "x86_64", part: 0, targets: &[HOST_TARGET] },
-];
-
-/// A QEMU machine hilmem knows how to drive.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QemuMachine {
-    pub name: &'static str,
-    pub cpu: &'static str,
-    /// Base address of the CMSDK UART the firmware writes.
-    pub uart: u64,
-    /// Memory that holds code (loaded by QEMU) and memory for data.
-    pub code: Range<u64>,
-    pub data: Range<u64>,
-}
-
-pub const QEMU_MACHINES: &[QemuMachine] = &[
-    QemuMachine {
-        name: "mps2-an385",
-        cpu: "cortex-m3",
-        uart: 0x4000_4000,
-        code: 0x0..0x40_0000,
-        data: 0x2000_0000..0x2040_0000,
-    },
-    QemuMachine {
-        name: "mps2-an386",
-        cpu: "cortex-m4",
-        uart: 0x4000_4000,
-        code: 0x0..0x40_0000,
-        data: 0x2000_0000..0x2040_0000,
-    },
-    QemuMachine {
-        name: "mps2-an500",
-        cpu: "cortex-m7",
-        uart: 0x4000_4000,
-        code: 0x0..0x40_0000,
-        data: 0x2000_0000..0x2040_0000,
-    },
-    QemuMachine {
-        name: "mps3-an547",
-        cpu: "cortex-m55",
-        uart: 0x5930_3000,
-        code: 0x1000_0000..0x1008_0000,
-        data: 0x3000_0000..0x3008_0000,
-    },
-];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -383,7 +313,7 @@ fn validate(name: &str, file: &Path, raw: RawBoard) -> Result<Board, BoardError>
         }
     }
     if let Runner::ProbeRs { probe: Some(probe), .. } = &raw.runner {
-        crate::runner::probe::Selector::parse(probe).map_err(|e| invalid("runner.probe", e.to_string()))?;
+        Selector::parse(probe).map_err(|e| invalid("runner.probe", e.to_string()))?;
     }
 
     let layout = layout(&raw, cpu).map_err(|(key, why)| invalid(key, why))?;

@@ -10,14 +10,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::analysis::Analysis;
-use crate::board::{Board, Layout};
-use crate::compare::{Comparison, Verdict};
-use crate::hil::Results;
-use crate::measurement::{metric, Measurement};
+use crate::model::analysis::Analysis;
+use crate::report::svg::{bytes, escape, Chart};
 use crate::report::{cells, comparison_summary, findings};
-use crate::svg::{bytes, escape, Chart};
-use crate::{baseline, models, tflite};
+use crate::run::measurement::{metric, Measurement};
+use crate::run::results::Results;
+use crate::spec::board::{Board, Layout};
+use crate::spec::models;
+use crate::verdict::baseline;
+use crate::verdict::compare::{Comparison, Verdict};
 
 /// One metric of one board and model through the baseline file's history:
 /// per version (commit, time), the value in each scenario.
@@ -66,9 +67,11 @@ pub fn gather(
     }
     for name in run_models {
         let Some(spec) = specs.iter().find(|s| s.name == name) else { continue };
-        match spec.read().map_err(|e| e.to_string()).and_then(|bytes| {
-            Analysis::of(name, &tflite::read(&bytes).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
-        }) {
+        match spec
+            .read()
+            .map_err(|e| e.to_string())
+            .and_then(|model| Analysis::of(name, &model.parsed).map_err(|e| e.to_string()))
+        {
             Ok(a) => analyses.push(a),
             Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
         }

@@ -14,8 +14,8 @@
 //! per tensor below the tail and its planner's working arrays above the head,
 //! so the least arena it accepts can exceed head plus tail ([`minimum_arena`]).
 
-use crate::planner::BUFFER_ALIGNMENT;
-use crate::tflite::{Model, ReadError};
+use crate::model::planner::BUFFER_ALIGNMENT;
+use crate::model::tflite::{Model, ReadError};
 
 /// A C++ type of the bundled TFLM on 32-bit Arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,7 @@ pub fn minimum_arena(tail: &Prediction, head: usize, planned: usize) -> usize {
 pub fn predict(model: &Model) -> Result<Prediction, ReadError> {
     let err = |why: String| ReadError { at: "tail", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
-    let builtin = |op: &crate::tflite::Operator| {
+    let builtin = |op: &crate::model::tflite::Operator| {
         let code = &model.operator_codes[op.opcode_index as usize];
         code.custom.is_none().then_some(code.builtin)
     };

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::baseline::{is_baselined, BaselineError, BaselineFile, Source};
-use crate::hil::Results;
+use crate::run::results::Results;
 use crate::strict_toml::{self, TomlError};
+use crate::verdict::baseline::{is_baselined, list, BaselineError, BaselineFile, Source};
 
 /// How much a noisy metric may move either way before it counts: more is a
 /// regression, less an improvement. With both limits, both must hold; with
@@ -195,6 +195,57 @@ pub fn compare(results: &Results, source: &Source, policy: &Policy) -> Result<Co
         Source::Revision { rev, .. } => rev.clone(),
     };
     Ok(Comparison { against, rows })
+}
+
+/// One row per metric whose value differs between `old` and `new`.
+pub fn diff_rows(
+    board: &str,
+    model: &str,
+    scenario: &str,
+    old: &BTreeMap<String, i64>,
+    new: &BTreeMap<String, i64>,
+) -> Vec<Row> {
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|m| old.get(*m) != new.get(*m))
+        .map(|metric| {
+            let (baseline, measured) = (old.get(metric).copied(), new.get(metric).copied());
+            Row {
+                board: board.to_owned(),
+                model: model.to_owned(),
+                scenario: scenario.to_owned(),
+                metric: metric.clone(),
+                baseline,
+                measured,
+                verdict: verdict(Default::default(), baseline, measured),
+            }
+        })
+        .collect()
+}
+
+/// Every changed figure between the baselines of two sources.
+pub fn diff(from: &Source, to: &Source) -> Result<Vec<Row>, BaselineError> {
+    let mut pairs = list(from)?;
+    pairs.extend(list(to)?);
+    pairs.sort();
+    pairs.dedup();
+    let mut rows = Vec::new();
+    for (board, model) in pairs {
+        let old = from.load(&board, &model)?.map(|b| b.scenario).unwrap_or_default();
+        let new = to.load(&board, &model)?.map(|b| b.scenario).unwrap_or_default();
+        let mut scenarios: Vec<&String> = old.keys().chain(new.keys()).collect();
+        scenarios.sort();
+        scenarios.dedup();
+        for scenario in scenarios {
+            let empty = BTreeMap::new();
+            let (o, n) = (old.get(scenario).unwrap_or(&empty), new.get(scenario).unwrap_or(&empty));
+            rows.extend(diff_rows(&board, &model, scenario, o, n));
+        }
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -372,7 +372,7 @@ pub fn type_name(kind: u8) -> &'static str {
 
 /// Name of a builtin operator code.
 pub fn builtin_name(code: i32) -> String {
-    crate::tflm_ops::BUILTIN_NAMES
+    crate::model::tflm_ops::BUILTIN_NAMES
         .iter()
         .find(|(c, _)| *c == code)
         .map_or_else(|| format!("builtin {code}"), |(_, name)| (*name).to_owned())
@@ -386,7 +386,7 @@ pub fn unsupported(model: &Model) -> Vec<String> {
         .iter()
         .filter(|code| {
             code.custom.is_some()
-                || !crate::tflm_ops::REGISTERED
+                || !crate::model::tflm_ops::REGISTERED
                     .iter()
                     .any(|&(c, lo, hi)| c == code.builtin && (lo..=hi).contains(&code.version))
         })

@@ -1,0 +1,304 @@
+//! The run behind `hil`: for each board (boards in parallel) and model, build
+//! the firmware, run each scenario from a fresh boot, and collect the
+//! measurement records ([`results::Results`]). Uses [`crate::target`],
+//! [`crate::spec`] and [`crate::model`]; the verdict and the reports read
+//! what it produces.
+
+pub mod measurement;
+pub mod record;
+pub mod results;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hilmem_protocol::WARM_UP_FRAMES;
+
+use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS};
+use crate::run::record::{context, record, RunError};
+use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
+use crate::spec::board::{self, Board, BoardError};
+use crate::spec::models::{self, Model, ModelSpec, ModelsError};
+use crate::target::elf::{self, ImageSizes};
+use crate::target::firmware::{self, BuildError, Firmware, Variant};
+use crate::target::runner::{self, Run, RunOptions};
+use crate::{gitrepo, Workspace};
+
+/// `--board` value that stands for every board that needs no hardware.
+pub const ALL_EMULATED: &str = "all-emulated";
+
+/// Errors in the configuration, found before anything is built.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Board(#[from] BoardError),
+    #[error(transparent)]
+    Models(#[from] ModelsError),
+    #[error("no scenario `{0}` (scenarios: {list})", list = SCENARIOS.join(", "))]
+    UnknownScenario(String),
+    #[error("the streaming scenarios need more than {min} frames, not {0}", min = WARM_UP_FRAMES)]
+    TooFewFrames(u32),
+}
+
+/// Settings of one `hil` run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Board names, or [`ALL_EMULATED`].
+    pub boards: Vec<String>,
+    /// The models file (normally `hil.toml` at the root).
+    pub models_file: PathBuf,
+    /// Models to run, by name; all of the models file when empty.
+    pub models: Vec<String>,
+    /// Scenarios to run, each from a fresh boot.
+    pub scenarios: Vec<String>,
+    /// Length of the streaming scenarios.
+    pub frames: u32,
+    /// Longest time one scenario may run; the board profile's when None.
+    pub timeout: Option<Duration>,
+    /// Build (or check with cargo that the build is current) before running;
+    /// when false, run the images of the last build.
+    pub build: bool,
+    /// Boards run at once.
+    pub jobs: usize,
+    pub run: RunOptions,
+    pub variant: Variant,
+    /// Size every model's arena from the analyzer's prediction, as
+    /// `arena_bytes = "auto"` would.
+    pub arena_auto: bool,
+}
+
+impl Options {
+    /// All models of `hil.toml` and all scenarios on `boards`, building first,
+    /// as many boards at once as there are cores.
+    pub fn new(ws: &Workspace, boards: Vec<String>) -> Options {
+        Options {
+            boards,
+            models_file: ws.models_file(),
+            models: Vec::new(),
+            scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
+            frames: DEFAULT_FRAMES,
+            timeout: None,
+            build: true,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            run: RunOptions::default(),
+            variant: Variant::Standard,
+            arena_auto: false,
+        }
+    }
+}
+
+/// Something worth telling the user while a run goes on.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Building {
+        board: &'a str,
+        model: &'a str,
+        /// The arena it is built with, and what the board's budget sets
+        /// aside for it.
+        arena_bytes: u32,
+        budget_bytes: u32,
+    },
+    /// A line of the build tool's output.
+    BuildOutput {
+        board: &'a str,
+        line: &'a str,
+    },
+    Running {
+        board: &'a str,
+        model: &'a str,
+        scenario: &'a str,
+    },
+    Finished {
+        board: &'a str,
+        model: &'a str,
+        scenario: &'a str,
+        ok: bool,
+    },
+}
+
+/// The boards `names` stands for, loaded and validated.
+pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, BoardError> {
+    let mut boards: Vec<Board> = Vec::new();
+    for name in names {
+        let more = if name == ALL_EMULATED {
+            board::load_all(ws)?.into_iter().filter(Board::is_emulated).collect()
+        } else {
+            vec![Board::load(ws, name)?]
+        };
+        for board in more {
+            if !boards.iter().any(|b| b.name == board.name) {
+                boards.push(board);
+            }
+        }
+    }
+    Ok(boards)
+}
+
+/// Runs every selected model's scenarios on every board, boards in parallel.
+pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
+    let boards = resolve_boards(ws, &options.boards)?;
+    let file = &options.models_file;
+    let mut models = models::select(models::load(file)?, &options.models, file)?;
+    if options.arena_auto {
+        models.iter_mut().for_each(|m| m.arena = models::Arena::Auto);
+    }
+
+    for scenario in &options.scenarios {
+        if !SCENARIOS.contains(&scenario.as_str()) {
+            return Err(ConfigError::UnknownScenario(scenario.clone()));
+        }
+    }
+    if options.frames <= WARM_UP_FRAMES {
+        return Err(ConfigError::TooFewFrames(options.frames));
+    }
+
+    // Each model's file is read and checked once for the whole run.
+    let files: Vec<Result<Model, ModelsError>> = models.iter().map(ModelSpec::read).collect();
+    let rustc = firmware::rustc_version(ws);
+    let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
+    let outcomes = Mutex::new(Vec::new());
+    let images = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, boards.len().max(1)) {
+            scope.spawn(|| loop {
+                let Some(board) = queue.lock().unwrap().pop_front() else { break };
+                for (model, file) in models.iter().zip(&files) {
+                    let (image, runs) = measure(ws, board, model, file, &rustc, options, progress);
+                    images.lock().unwrap().extend(image);
+                    for (scenario, outcome) in runs {
+                        outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
+                    }
+                }
+            });
+        }
+    });
+
+    let mut outcomes = outcomes.into_inner().unwrap();
+    let rank = |board: &str, model: &str, scenario: &str| {
+        (
+            boards.iter().position(|b| b.name == board),
+            models.iter().position(|m| m.name == model),
+            SCENARIOS.iter().position(|s| *s == scenario),
+        )
+    };
+    outcomes.sort_by_key(|(board, model, scenario, _)| rank(board, model, scenario));
+    let mut images: Vec<Image> = images.into_inner().unwrap();
+    images.sort_by_key(|i| {
+        (boards.iter().position(|b| b.name == i.board), models.iter().position(|m| m.name == i.model))
+    });
+    let mut results = Results {
+        format: RESULTS_FORMAT,
+        commit: gitrepo::head(ws.root()),
+        boards: boards.iter().map(|b| b.name.clone()).collect(),
+        images,
+        records: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (board, model, scenario, outcome) in outcomes {
+        match outcome {
+            Ok(record) => results.records.push(record),
+            Err(error) => results.failed.push(Failed { board, model, scenario, error: error.to_string() }),
+        }
+    }
+    Ok(results)
+}
+
+/// One board and model's image, and each scenario's outcome on it.
+type Measured = (Option<Image>, Vec<(String, Result<Measurement, RunError>)>);
+
+/// Builds (or finds) the model's image and runs each scenario on it.
+fn measure(
+    ws: &Workspace,
+    board: &Board,
+    spec: &ModelSpec,
+    file: &Result<Model, ModelsError>,
+    rustc: &str,
+    options: &Options,
+    progress: &(dyn Fn(Event) + Sync),
+) -> Measured {
+    // The model was read once for the run; its arena is resolved once per
+    // board, and every later step reads the number.
+    let built = file.as_ref().map_err(ToString::to_string).and_then(|model| {
+        let sized = model.sized_for(board).map_err(|e| RunError::from(BuildError::from(e)));
+        let built = sized.and_then(|model| {
+            let image = image(ws, board, &model, options, progress)?;
+            let info = Image::of(board, &model, rustc).map_err(BuildError::from)?;
+            Ok((model, image, info))
+        });
+        built.map_err(|e| e.to_string())
+    });
+    let scenarios = options.scenarios.iter();
+    let (model, (firmware, sizes), info) = match built {
+        Ok(built) => built,
+        Err(error) => {
+            let failed = |s: &String| {
+                (s.clone(), Err(RunError::Image { context: context(board, spec, s), error: error.clone() }))
+            };
+            return (None, scenarios.map(failed).collect());
+        }
+    };
+    let name = &spec.name;
+    let timeout = options.timeout.unwrap_or(board.timeout);
+    let runs = scenarios
+        .map(|scenario| {
+            progress(Event::Running { board: &board.name, model: name, scenario });
+            let outcome = execute(board, spec, &firmware, scenario, options.frames, timeout, &options.run)
+                .and_then(|run| record(board, &model, &firmware, sizes, scenario, &run));
+            progress(Event::Finished { board: &board.name, model: name, scenario, ok: outcome.is_ok() });
+            (scenario.clone(), outcome)
+        })
+        .collect();
+    (Some(info), runs)
+}
+
+fn image(
+    ws: &Workspace,
+    board: &Board,
+    model: &Model,
+    options: &Options,
+    progress: &(dyn Fn(Event) + Sync),
+) -> Result<(Firmware, ImageSizes), RunError> {
+    let firmware = if options.build {
+        progress(Event::Building {
+            board: &board.name,
+            model: &model.spec.name,
+            arena_bytes: model.arena_bytes(board).map_err(BuildError::from)?,
+            budget_bytes: board.budget.tensor_arena_bytes,
+        });
+        let mut output = |line: &str| progress(Event::BuildOutput { board: &board.name, line });
+        firmware::build(ws, board, model, options.variant, &mut output)?
+    } else {
+        let firmware = firmware::built(ws, board, model);
+        if !firmware.elf.is_file() {
+            return Err(RunError::NotBuilt {
+                context: format!("board `{}`, model `{}`", board.name, model.spec.name),
+                elf: firmware.elf,
+            });
+        }
+        firmware
+    };
+    let sizes = elf::sizes(&firmware.elf, &board.layout)?;
+    Ok((firmware, sizes))
+}
+
+/// Checks that the image is the one for this board and model, then deploys
+/// it and runs one scenario.
+pub fn execute(
+    board: &Board,
+    model: &ModelSpec,
+    firmware: &Firmware,
+    scenario: &str,
+    frames: u32,
+    timeout: Duration,
+    options: &RunOptions,
+) -> Result<Run, RunError> {
+    let context = context(board, model, scenario);
+    let expected = firmware::identity(&board.name, &model.name);
+    let found = elf::identity(&firmware.elf)?;
+    if found != expected {
+        return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
+    }
+    let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
+    runner::drive(target.as_mut(), scenario, frames, timeout).map_err(|e| RunError::Runner(e, context))
+}

@@ -1,0 +1,175 @@
+//! Why a run is not a measurement, and the measurement when it is: the
+//! checks of what the target said (its identity, its ending, the figures it
+//! owes) that turn one run into a record or into the reason there is none.
+
+use std::path::PathBuf;
+
+use hilmem_protocol::exit;
+
+use crate::model::analysis::Analysis;
+use crate::run::measurement::{checks, metric, ArenaPrediction, Measurement, SINGLE_FRAME};
+use crate::spec::board::Board;
+use crate::spec::fit::predicts_for;
+use crate::spec::models::{Model, ModelSpec};
+use crate::target::elf::{ElfError, ImageSizes};
+use crate::target::firmware::{BuildError, Firmware};
+use crate::target::runner::{Ending, Run, RunnerError};
+
+/// Lines of firmware output shown when a run goes wrong.
+const TAIL_LINES: usize = 12;
+
+/// Why one board, model and scenario produced no measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Elf(#[from] ElfError),
+    #[error("{context}: {0}", context = .1)]
+    Runner(RunnerError, String),
+    #[error("{context}: {}: {detail} (stage `{stage}`, status {code})", stage_meaning(stage))]
+    Firmware { context: String, stage: String, code: i32, detail: String },
+    #[error("{context}: {what}\n{tail}")]
+    Target { context: String, what: String, tail: String },
+    #[error("{context}: corrupt frame on the wire ({error}): {line}")]
+    Wire { context: String, line: String, error: String },
+    #[error("{context}: refusing to deploy {elf}: it was built as `{found}`, expected `{expected}`")]
+    WrongImage { context: String, elf: PathBuf, found: String, expected: String },
+    #[error("{context}: no image at {elf}; run without --no-build first")]
+    NotBuilt { context: String, elf: PathBuf },
+    #[error("{context}: no image to run: {error}")]
+    Image { context: String, error: String },
+}
+
+fn stage_meaning(stage: &str) -> &'static str {
+    match stage {
+        "board" => "the firmware refused to run on this board",
+        "load" => "TFLM could not load the model",
+        "input" => "the input could not be fed to the model",
+        "invoke" => "inference failed",
+        "output" => "the output could not be read",
+        "command" => "the firmware refused the harness's command",
+        _ => "the firmware stopped",
+    }
+}
+
+/// Names the board, model and scenario in a message.
+pub fn context(board: &Board, model: &ModelSpec, scenario: &str) -> String {
+    format!("board `{}`, model `{}`, scenario `{scenario}`", board.name, model.name)
+}
+
+/// Turns what a run said into a measurement, or into the reason there is none.
+pub fn record(
+    board: &Board,
+    model: &Model,
+    firmware: &Firmware,
+    sizes: ImageSizes,
+    scenario: &str,
+    run: &Run,
+) -> Result<Measurement, RunError> {
+    let spec = &model.spec;
+    let context = context(board, spec, scenario);
+    let session = &run.session;
+    let tail = || {
+        let mut lines = session.tail(TAIL_LINES);
+        lines.extend(run.diagnostics.lines().map(|l| format!("runner: {l}")));
+        if lines.is_empty() {
+            "(the target printed nothing)".to_owned()
+        } else {
+            format!("last lines from the target:\n  {}", lines.join("\n  "))
+        }
+    };
+    let target = |what: String| RunError::Target { context: context.clone(), what, tail: tail() };
+
+    if let Some(bad) = session.corrupt.first() {
+        return Err(RunError::Wire { context, line: bad.line.clone(), error: bad.error.to_string() });
+    }
+    if let Some(line) = session.unexpected.first() {
+        return Err(RunError::Wire { context, line: line.clone(), error: "frame out of sequence".into() });
+    }
+    match &run.ending {
+        Ending::TimedOut(limit) => {
+            let expected = if session.hello.is_none() {
+                "a Hello frame after boot"
+            } else if session.metrics.is_empty() {
+                "the scenario's Metric frames after the Run command"
+            } else {
+                "a Done frame and the firmware's exit"
+            };
+            return Err(target(format!(
+                "no answer within {} s (expected {expected}); the target was stopped",
+                limit.as_secs_f32()
+            )));
+        }
+        Ending::Died(how) => return Err(target(format!("the target died: {how}"))),
+        Ending::Exited(exit::PANIC) => return Err(target("the firmware panicked".into())),
+        Ending::Exited(exit::HARD_FAULT) => return Err(target("the firmware hit a HardFault".into())),
+        Ending::Exited(_) => {}
+    }
+    if let Some(f) = &session.failure {
+        return Err(RunError::Firmware { context, stage: f.stage.clone(), code: f.code, detail: f.detail.clone() });
+    }
+    let Some(hello) = &session.hello else {
+        return Err(target("the firmware never said hello (expected a Hello frame after boot)".into()));
+    };
+    if hello.board != board.name || hello.model != spec.name {
+        return Err(target(format!("the image is for board `{}`, model `{}`", hello.board, hello.model)));
+    }
+    if u64::from(hello.arena_capacity) != sizes.arena_capacity_bytes {
+        return Err(target(format!(
+            "the firmware reports a {} byte arena but its ELF symbol is {} bytes",
+            hello.arena_capacity, sizes.arena_capacity_bytes
+        )));
+    }
+    if session.done != Some(true) || run.ending != Ending::Exited(exit::OK) {
+        return Err(target(format!("the run did not finish cleanly (expected Done and exit 0, got {:?})", run.ending)));
+    }
+
+    let mut metrics = std::collections::BTreeMap::new();
+    metrics.insert(metric::MODEL_BYTES.into(), firmware.model_bytes as i64);
+    if let Some(flash) = sizes.flash_bytes {
+        metrics.insert(metric::FLASH_BYTES.into(), flash as i64);
+    }
+    metrics.insert(metric::STATIC_RAM_BYTES.into(), sizes.static_ram_bytes as i64);
+    metrics.insert(metric::ARENA_CAPACITY_BYTES.into(), sizes.arena_capacity_bytes as i64);
+    metrics.insert(metric::POOL_CAPACITY_BYTES.into(), sizes.pool_capacity_bytes as i64);
+    let required = metric::FROM_FIRMWARE
+        .iter()
+        .chain(metric::required_by(scenario))
+        .chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
+    for name in required {
+        if !session.metrics.contains_key(*name) {
+            return Err(target(format!("the firmware did not report `{name}`")));
+        }
+    }
+    // Everything the firmware reported is part of the record.
+    metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
+    for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
+        if let Some(value) = tflm_reported(&session.log, prefix) {
+            metrics.insert(name.into(), value);
+        }
+    }
+    let arena_prediction = (scenario == SINGLE_FRAME && predicts_for(board))
+        .then(|| {
+            let analysis = Analysis::of(&spec.name, &model.parsed).ok()?;
+            Some(ArenaPrediction {
+                predicted_bytes: analysis.predicted_arena_bytes as i64,
+                measured_bytes: metrics[metric::ARENA_USED_BYTES],
+            })
+        })
+        .flatten();
+    Ok(Measurement {
+        board: board.name.clone(),
+        model: spec.name.clone(),
+        scenario: scenario.into(),
+        metrics,
+        notes: session.notes.clone(),
+        checks: checks(spec, scenario, session),
+        arena_prediction,
+    })
+}
+
+/// A figure TFLM printed as `<prefix><n> bytes` (the last one, if several).
+fn tflm_reported(log: &[String], prefix: &str) -> Option<i64> {
+    log.iter().rev().find_map(|line| line.strip_prefix(prefix)?.strip_suffix(" bytes")?.parse().ok())
+}

@@ -1,0 +1,124 @@
+//! What a run produced, as `results.json` keeps it: the measurement records,
+//! the runs that gave none, and the images they came from, with the facts a
+//! baseline keeps beside its figures ([`Meta`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::fsutil::write_atomic;
+use crate::run::measurement::Measurement;
+use crate::spec::board::Board;
+use crate::spec::models::{Model, ModelsError};
+use crate::target::firmware;
+
+/// A board, model and scenario that produced no measurement, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failed {
+    pub board: String,
+    pub model: String,
+    pub scenario: String,
+    pub error: String,
+}
+
+/// What an image was built from: the facts a baseline keeps beside its
+/// figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    pub board: String,
+    pub model: String,
+    pub model_sha256: String,
+    pub tflm: String,
+    pub rustc: String,
+    pub target: String,
+    pub arena_bytes: u32,
+}
+
+impl Image {
+    pub fn of(board: &Board, model: &Model, rustc: &str) -> Result<Image, ModelsError> {
+        let sha: String = Sha256::digest(&model.bytes).iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Image {
+            board: board.name.clone(),
+            model: model.spec.name.clone(),
+            model_sha256: sha,
+            tflm: firmware::tflm_source(),
+            rustc: rustc.to_owned(),
+            target: board.target.clone(),
+            arena_bytes: model.arena_bytes(board)?,
+        })
+    }
+
+    /// Baseline metadata for this image, not yet approved by anyone.
+    pub fn meta(&self, results: &Results) -> Meta {
+        Meta {
+            board: self.board.clone(),
+            model: self.model.clone(),
+            model_sha256: self.model_sha256.clone(),
+            tflm: self.tflm.clone(),
+            rustc: self.rustc.clone(),
+            target: self.target.clone(),
+            arena_bytes: self.arena_bytes,
+            measured_at_commit: results.commit.clone().unwrap_or_default(),
+            approved_by: String::new(),
+            approved_at: 0,
+        }
+    }
+}
+
+/// Everything a run produced; written as JSON under `target/hilmem/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Version of this file's layout.
+    pub format: u32,
+    /// The commit of the checkout that ran, when it is a git repository.
+    pub commit: Option<String>,
+    /// Boards in the order they were asked for.
+    pub boards: Vec<String>,
+    /// The images that were run.
+    pub images: Vec<Image>,
+    pub records: Vec<Measurement>,
+    pub failed: Vec<Failed>,
+}
+
+pub const RESULTS_FORMAT: u32 = 1;
+
+impl Results {
+    pub fn all_checks_passed(&self) -> bool {
+        self.records.iter().all(Measurement::passed)
+    }
+
+    /// Pretty JSON: the layout of `results.json`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialize")
+    }
+
+    /// Writes `results.json` into `dir` and returns its path.
+    pub fn save(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let path = dir.join("results.json");
+        write_atomic(&path, self.to_json().as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// Where a baseline's figures came from and who approved them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub board: String,
+    pub model: String,
+    /// SHA-256 of the model file.
+    pub model_sha256: String,
+    /// The TFLM source the firmware was built from.
+    pub tflm: String,
+    /// The Rust compiler that built it.
+    pub rustc: String,
+    /// Build settings that change the figures.
+    pub target: String,
+    pub arena_bytes: u32,
+    /// Commit the measurement was made on ("" outside git).
+    pub measured_at_commit: String,
+    pub approved_by: String,
+    /// Seconds since the Unix epoch, UTC.
+    pub approved_at: u64,
+}
