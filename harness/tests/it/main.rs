@@ -4,6 +4,7 @@
 mod analyzer;
 mod failures;
 mod firmware_runs;
+mod layers;
 mod real_boards;
 mod scenarios;
 mod snapshots;
