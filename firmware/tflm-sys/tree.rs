@@ -1,25 +1,234 @@
-// Where the TFLM tree is and how it is compiled, in one place: `build.rs`
-// uses it, and hilmem's analyzer tests compile TFLM's types with it to check
-// the sizes the arena prediction assumes. Needs `std::{env, fs}` and
-// `std::path::{Path, PathBuf}` in scope.
+// Where the TFLM tree is, which generation it is, what of it is compiled and
+// with which flags, in one place: `build.rs` uses it, and hilmem's analyzer
+// tests compile TFLM's types with it to check the sizes the arena prediction
+// assumes. Needs `std::{env, fs}` and `std::path::{Path, PathBuf}` in scope.
 
-/// C++ only.
-pub const CXX_FLAGS: &[&str] =
-    &["-std=c++11", "-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-fno-use-cxa-atexit"];
-/// C and C++.
-pub const COMMON_FLAGS: &[&str] = &["-ffunction-sections", "-fdata-sections", "-fno-short-enums"];
-pub const DEFINES: &[&str] =
-    &["TF_LITE_STATIC_MEMORY", "TF_LITE_MCU_DEBUG_LOG", "NDEBUG", "GEMMLOWP_ALLOW_SLOW_SCALAR_FALLBACK"];
+/// The two APIs the shim speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Generation {
+    /// TFLM of May 2020, as the `tfmicro` 0.1.0 archive bundles it:
+    /// `AllOpsResolver`, `DebugLog(const char*)`, an error reporter.
+    Tfmicro2020,
+    /// tflite-micro from 2022 on: `MicroMutableOpResolver` only,
+    /// `DebugLog(const char* format, va_list)`, `MicroPrintf`.
+    Current,
+}
 
-/// The TFLM tree: `HILMEM_TFLM_DIR`, or the tfmicro 0.1.0 archive cargo unpacked.
-pub fn tflm_root() -> PathBuf {
-    if let Some(dir) = env::var_os("HILMEM_TFLM_DIR") {
-        let dir = PathBuf::from(dir);
-        if !dir.join("tensorflow/lite/micro/micro_interpreter.h").exists() {
-            panic!("HILMEM_TFLM_DIR={} does not hold tensorflow/lite/micro/micro_interpreter.h", dir.display());
+/// How one generation is compiled.
+pub struct Flags {
+    /// C++ only.
+    pub cxx: &'static [&'static str],
+    /// C and C++.
+    pub common: &'static [&'static str],
+    pub defines: &'static [&'static str],
+}
+
+/// The bundled 2020 tree, as hilmem has always built it (`-fno-short-enums`
+/// is kept so its figures stay comparable with earlier baselines).
+pub const FLAGS_2020: Flags = Flags {
+    cxx: &["-std=c++11", "-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-fno-use-cxa-atexit"],
+    common: &["-ffunction-sections", "-fdata-sections", "-fno-short-enums"],
+    defines: &["TF_LITE_STATIC_MEMORY", "TF_LITE_MCU_DEBUG_LOG", "NDEBUG", "GEMMLOWP_ALLOW_SLOW_SCALAR_FALLBACK"],
+};
+
+/// A current tree, with the flags of TFLM's own Cortex-M build
+/// (`targets/cortex_m_generic_makefile.inc`), so the figures are those a
+/// user's firmware gets: no ABI-changing flag of hilmem's own.
+pub const FLAGS_CURRENT: Flags = Flags {
+    cxx: &[
+        "-std=c++17",
+        "-fno-rtti",
+        "-fno-exceptions",
+        "-fno-threadsafe-statics",
+        "-fno-unwind-tables",
+        "-fno-asynchronous-unwind-tables",
+    ],
+    common: &["-ffunction-sections", "-fdata-sections", "-funsigned-char", "-fomit-frame-pointer"],
+    defines: &["TF_LITE_STATIC_MEMORY", "TF_LITE_DISABLE_X86_NEON", "TF_LITE_MCU_DEBUG_LOG", "KERNELS_OPTIMIZED_FOR_SPEED"],
+};
+
+/// A TFLM source tree.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    pub root: PathBuf,
+    pub generation: Generation,
+    /// Where the third-party headers are: a checkout's
+    /// `tensorflow/lite/micro/tools/make/downloads`, or a created tree's
+    /// `third_party`.
+    pub third_party: PathBuf,
+}
+
+impl Tree {
+    /// The tree at `root`: a tflite-micro checkout with its downloads, a tree
+    /// made by `create_tflm_tree.py`, or a directory laid out like the
+    /// `tfmicro` archive's `submodules/tensorflow`.
+    pub fn at(root: &Path) -> Result<Tree, String> {
+        let micro = root.join("tensorflow/lite/micro");
+        if !micro.join("micro_interpreter.h").is_file() {
+            return Err(format!("{} is not a TFLM tree: it has no tensorflow/lite/micro/micro_interpreter.h", root.display()));
         }
-        return dir;
+        let generation = if micro.join("kernels/all_ops_resolver.h").is_file() {
+            Generation::Tfmicro2020
+        } else if micro.join("micro_log.h").is_file() {
+            Generation::Current
+        } else {
+            return Err(format!(
+                "{}: a TFLM tree of neither known generation (no kernels/all_ops_resolver.h as in 2020, no micro_log.h as today)",
+                root.display()
+            ));
+        };
+        let downloads = micro.join("tools/make/downloads");
+        let created = root.join("third_party");
+        let third_party = if created.join("flatbuffers/include").is_dir() { created } else { downloads };
+        let missing: Vec<&str> = ["flatbuffers/include", "gemmlowp", "ruy"]
+            .into_iter()
+            .chain((generation == Generation::Current).then_some("kissfft"))
+            .filter(|lib| !third_party.join(lib).is_dir())
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "{}: the TFLM tree lacks its third-party libraries ({} not under {}); fetch them with \
+                 `make -f tensorflow/lite/micro/tools/make/Makefile third_party_downloads` in the tree",
+                root.display(),
+                missing.join(", "),
+                third_party.display()
+            ));
+        }
+        Ok(Tree { root: root.to_owned(), generation, third_party })
     }
+
+    pub fn flags(&self) -> &'static Flags {
+        match self.generation {
+            Generation::Tfmicro2020 => &FLAGS_2020,
+            Generation::Current => &FLAGS_CURRENT,
+        }
+    }
+
+    pub fn include_dirs(&self) -> Vec<PathBuf> {
+        let lib = |name: &str| self.third_party.join(name);
+        let mut dirs = vec![self.root.clone(), lib("flatbuffers/include"), lib("gemmlowp"), lib("ruy")];
+        if self.generation == Generation::Current {
+            dirs.push(lib("kissfft"));
+        }
+        dirs
+    }
+
+    /// The library's sources: the interpreter and its support (`core`), and
+    /// the kernels, which TFLM's own build compiles for speed. The
+    /// platform's `debug_log.cc` is left out: the shim is the platform.
+    pub fn sources(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let mut sources = match self.generation {
+            Generation::Tfmicro2020 => sources_2020(&self.root),
+            Generation::Current => sources_current(&self.root),
+        };
+        for list in [&mut sources.0, &mut sources.1] {
+            list.retain(|p| !p.ends_with("tensorflow/lite/micro/debug_log.cc"));
+            list.sort();
+        }
+        sources
+    }
+}
+
+/// `.cc` and `.c` files directly in `dir`.
+fn sources_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cc" || e == "c"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let lite = root.join("tensorflow/lite");
+    let kept = |p: &PathBuf| {
+        let name = p.file_name().unwrap().to_str().unwrap();
+        p.extension().is_some_and(|e| e == "cc") && !name.ends_with("_test.cc") && name != "test_helpers.cc"
+    };
+    let mut core: Vec<PathBuf> =
+        ["micro", "micro/memory_planner"].iter().flat_map(|d| sources_in(&lite.join(d))).filter(kept).collect();
+    for file in [
+        "c/common.c",
+        "core/api/error_reporter.cc",
+        "core/api/flatbuffer_conversions.cc",
+        "core/api/op_resolver.cc",
+        "core/api/tensor_utils.cc",
+        "kernels/internal/quantization_util.cc",
+        "kernels/kernel_util.cc",
+    ] {
+        core.push(lite.join(file));
+    }
+    let kernels = sources_in(&lite.join("micro/kernels")).into_iter().filter(kept).collect();
+    (core, kernels)
+}
+
+/// What TFLM's Makefile lists for its library (`list_library_sources`),
+/// derived from its `sources.inc` without running make: in a checkout,
+/// `MICROLITE_CC_BASE_SRCS` less `MICROLITE_TEST_SRCS` and the benchmarks,
+/// and `MICROLITE_CC_KERNEL_SRCS`. A tree made by `create_tflm_tree.py` holds
+/// only the library, so everything in it is compiled.
+fn sources_current(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let micro = root.join("tensorflow/lite/micro");
+    let listed = fs::read_to_string(micro.join("tools/make/sources.inc")).ok();
+    let block = |text: &str, name: &str| -> Vec<PathBuf> {
+        let start = format!("{name} := \\");
+        let mut lines = text.lines().skip_while(|l| l.trim_end() != start).skip(1);
+        let mut files = Vec::new();
+        while let Some(line) = lines.next().map(str::trim).filter(|l| !l.is_empty()) {
+            let path = line.trim_end_matches('\\').trim().trim_start_matches("$(TENSORFLOW_ROOT)");
+            files.push(root.join(path));
+        }
+        files
+    };
+    let tflite: Vec<PathBuf> = walk(&root.join("tensorflow"))
+        .into_iter()
+        .filter(|p| !p.starts_with(root.join("tensorflow/lite/experimental")) && !p.starts_with(&micro))
+        .filter(|p| !p.ends_with("tensorflow/lite/array.cc"))
+        .collect();
+    match listed {
+        Some(text) => {
+            let tests = block(&text, "MICROLITE_TEST_SRCS");
+            let mut core: Vec<PathBuf> = ["", "arena_allocator", "memory_planner", "tflite_bridge"]
+                .iter()
+                .flat_map(|d| sources_in(&micro.join(d)))
+                .filter(|p| !tests.contains(p) && !p.to_str().unwrap().ends_with("benchmark.cc"))
+                .collect();
+            core.extend(tflite);
+            (core, block(&text, "MICROLITE_CC_KERNEL_SRCS"))
+        }
+        None => {
+            let all: Vec<PathBuf> = walk(&micro).into_iter().filter(|p| !p.to_str().unwrap().ends_with("_test.cc")).collect();
+            let (kernels, mut core): (Vec<PathBuf>, Vec<PathBuf>) =
+                all.into_iter().partition(|p| p.starts_with(micro.join("kernels")));
+            core.extend(tflite);
+            (core, kernels)
+        }
+    }
+}
+
+/// Every `.cc` and `.c` file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = sources_in(dir);
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+    }
+    found
+}
+
+/// The TFLM tree: `HILMEM_TFLM_DIR`, or the bundled one.
+pub fn tflm_tree() -> Tree {
+    match env::var_os("HILMEM_TFLM_DIR") {
+        Some(dir) => Tree::at(Path::new(&dir)).unwrap_or_else(|e| panic!("HILMEM_TFLM_DIR: {e}")),
+        None => bundled_tree(),
+    }
+}
+
+/// The tfmicro 0.1.0 archive cargo unpacked with the firmware's dependencies.
+pub fn bundled_tree() -> Tree {
     let cargo_home = env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
@@ -31,16 +240,12 @@ pub fn tflm_root() -> PathBuf {
             .map(|e| e.path().join("tfmicro-0.1.0/submodules/tensorflow"))
             .find(|p| p.join("tensorflow/lite/micro/micro_interpreter.h").exists())
     });
-    found.unwrap_or_else(|| {
+    let root = found.unwrap_or_else(|| {
         panic!(
             "the TFLM source archive tfmicro-0.1.0 is not unpacked under {}; \
              run `cargo fetch --manifest-path firmware/Cargo.toml` or set HILMEM_TFLM_DIR",
             registry.display()
         )
-    })
-}
-
-pub fn include_dirs(root: &Path) -> Vec<PathBuf> {
-    let downloads = root.join("tensorflow/lite/micro/tools/make/downloads");
-    vec![root.to_path_buf(), downloads.join("flatbuffers/include"), downloads.join("gemmlowp"), downloads.join("ruy")]
+    });
+    Tree::at(&root).unwrap_or_else(|e| panic!("{e}"))
 }

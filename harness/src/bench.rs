@@ -14,6 +14,7 @@ use crate::run::measurement::SINGLE_FRAME;
 use crate::run::{self, ConfigError, Options};
 use crate::spec::board::{self, Board, Runner};
 use crate::spec::models;
+use crate::spec::runtime::Runtime;
 use crate::target::elf::ImageSizes;
 use crate::target::firmware;
 use crate::target::firmware::Variant;
@@ -57,10 +58,11 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
         .into_iter()
         .filter(|b| matches!(b.runner, Runner::Qemu { .. }))
         .collect();
-    let models = models::load(&ws.models_file()).map_err(ConfigError::from)?;
+    let models = models::load(&ws.models_file()).map_err(ConfigError::from)?.models;
     let mut options = Options::new(ws, boards.iter().map(|b| b.name.clone()).collect());
     options.jobs = jobs;
     options.scenarios = vec![SINGLE_FRAME.into()];
+    options.tflm = Some("bundled".into());
 
     progress("building every image (not timed)");
     let results = run::run(ws, &options, &|_| {})?;
@@ -84,7 +86,7 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {
-            let elf = firmware::elf_path(ws, board, &model.name, Variant::Standard);
+            let elf = firmware::elf_path(ws, board, &model.name, &Runtime::bundled(), Variant::Standard);
             bare += bare_run(board, &elf, &command_line)?;
         }
     }
@@ -144,14 +146,16 @@ impl LayerCost {
 pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -> Result<LayerCost, BenchError> {
     let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
     let file = ws.models_file();
-    let models = models::select(models::load(&file).map_err(ConfigError::from)?, &[model.to_owned()], &file)
+    let models = models::select(models::load(&file).map_err(ConfigError::from)?.models, &[model.to_owned()], &file)
         .map_err(ConfigError::from)?;
     let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
-    let model_file = models[0].read().map_err(|e| build_err(&e))?;
+    let runtime = Runtime::bundled();
+    let model_file = models[0].read(&runtime).map_err(|e| build_err(&e))?;
     let mut sizes = Vec::new();
     for variant in [Variant::Standard, Variant::Uninstrumented] {
         progress(&format!("building {}/{model} ({variant:?})", board.name));
-        let image = firmware::build(ws, &board, &model_file, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
+        let image =
+            firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
         sizes.push(crate::target::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
     }
     Ok(LayerCost { board: board.name, model: model.to_owned(), with: sizes[0], without: sizes[1] })

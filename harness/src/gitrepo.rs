@@ -108,6 +108,18 @@ pub fn head(path: &Path) -> Option<String> {
     Some(id.to_string())
 }
 
+/// The HEAD commit of the repository whose work tree is exactly `root` (not
+/// one it sits inside), and whether tracked files there have uncommitted
+/// changes.
+pub fn checkout_head(root: &Path) -> Option<(String, bool)> {
+    let repo = Repository::open(root).ok()?;
+    let id = repo.head().ok()?.peel_to_commit().ok()?.id().to_string();
+    let mut options = StatusOptions::new();
+    options.include_untracked(false).include_ignored(false);
+    let modified = repo.statuses(Some(&mut options)).map_or(true, |s| s.iter().any(|e| !e.status().is_empty()));
+    Some((id, modified))
+}
+
 /// The merge base of HEAD and `other` (a branch or any revision).
 pub fn merge_base(path: &Path, other: &str) -> Result<String, GitError> {
     let (repo, _) = open(path)?;

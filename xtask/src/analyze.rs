@@ -31,7 +31,7 @@ enum Format {
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     let file = ws.models_file();
-    let path = match models::load(&file)?.into_iter().find(|m| m.name == args.model) {
+    let path = match models::load(&file)?.models.into_iter().find(|m| m.name == args.model) {
         Some(spec) => spec.file,
         None => std::path::PathBuf::from(&args.model),
     };

@@ -23,10 +23,11 @@ pub fn run(args: Args) -> Result<i32> {
     let mut models = vec![(
         "person_detection".to_owned(),
         models::load(&ws.models_file())?
+            .models
             .into_iter()
             .find(|m| m.name == "person_detection")
             .context("no person_detection in hil.toml")?
-            .read()?
+            .parse()?
             .bytes,
     )];
     models.extend([1_000, 2_000, 5_000, 10_000].map(|n| (format!("synthetic-{n}"), bench::synthetic_model(n))));

@@ -25,8 +25,8 @@ pub fn run(args: Args) -> Result<i32> {
     // The small example models: person_detection (236 KB) would make every
     // corpus file as large.
     let mut seeds = Vec::new();
-    for spec in models::load(&ws.models_file())? {
-        let bytes = spec.read()?.bytes;
+    for spec in models::load(&ws.models_file())?.models {
+        let bytes = spec.parse()?.bytes;
         if bytes.len() <= MAX_SEED_BYTES {
             seeds.push((spec.name.clone(), bytes));
         }

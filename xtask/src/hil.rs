@@ -67,6 +67,12 @@ pub struct Args {
     /// the board's safety margin (as `arena_bytes = "auto"` in the models file).
     #[arg(long, value_enum)]
     arena: Option<ArenaFlag>,
+    /// The TFLM to build against: a tflite-micro checkout (with its
+    /// third-party downloads) or a tree made by create_tflm_tree.py, or
+    /// `bundled` [default: HILMEM_TFLM_DIR, else `[tflm] path` in the models
+    /// file, else the bundled 2020 archive].
+    #[arg(long)]
+    tflm: Option<String>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -94,6 +100,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     options.frames = args.frames;
     options.arena_auto = args.arena.is_some();
+    options.tflm = args.tflm;
     if let Some(config) = args.config {
         options.models_file = config;
     }

@@ -176,3 +176,43 @@ fn analyze_shows_the_plan_the_fit_and_refuses_a_file_that_is_no_model() {
     assert_eq!(out.status.code(), Some(2));
     assert!(self::text(&out).contains("is not a TFLite flatbuffer"), "{}", self::text(&out));
 }
+
+/// A TFLM that is not there, or a checkout without its third-party
+/// downloads, stops the run before anything is built: exit 2, naming where
+/// the choice came from and what to do.
+#[test]
+fn a_wrong_tflm_is_exit_2_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = dir.path().join("out").display().to_string();
+    let missing = dir.path().join("no-such-tflm").display().to_string();
+    let run = xtask(&["hil", "--model", "hello_world", "--tflm", &missing, "--out", &out]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    assert!(
+        text(&run).contains("TFLM runtime from --tflm") && text(&run).contains("is not a directory"),
+        "{}",
+        text(&run)
+    );
+
+    let tree = dir.path().join("tflite-micro");
+    for header in ["micro_interpreter.h", "micro_log.h"] {
+        let file = tree.join("tensorflow/lite/micro").join(header);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, "").unwrap();
+    }
+    let body = format!(
+        "[tflm]\npath = \"tflite-micro\"\n\n[[model]]\nname = \"hello_world\"\nfile = {:?}\narena_bytes = 3072\n\n\
+         [[model.input]]\nname = \"x\"\nvalues = [0.0]\n",
+        hello_world()
+    );
+    let config = models_file(dir.path(), &body);
+    let run = xtask(&["hil", "--config", &config, "--out", &out]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+    let said = text(&run);
+    assert!(
+        said.contains("`[tflm] path` in")
+            && said.contains("make -f tensorflow/lite/micro/tools/make/Makefile third_party_downloads"),
+        "{said}"
+    );
+    assert!(!out_dir.join("results.json").exists(), "nothing was run");
+}

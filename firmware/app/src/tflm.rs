@@ -30,9 +30,10 @@ impl Messages {
     }
 }
 
-/// TFLM's logging hook: it calls this with the message text, then with "\r\n".
+/// TFLM's logging hook, through the shim's `DebugLog`: it calls this with the
+/// message text, then with "\r\n".
 #[no_mangle]
-extern "C" fn DebugLog(s: *const core::ffi::c_char) {
+extern "C" fn hm_debug_log(s: *const core::ffi::c_char) {
     // SAFETY: TFLM passes NUL-terminated strings.
     let bytes = unsafe { core::ffi::CStr::from_ptr(s) }.to_bytes();
     platform::write(bytes);

@@ -1,7 +1,8 @@
 //! Raw bindings to the C shim over TensorFlow Lite for Microcontrollers.
 //!
-//! The firmware must provide two C symbols: `DebugLog(const char*)`, which TFLM
-//! calls with each piece of text it reports, and, on bare metal,
+//! The firmware must provide two C symbols: `hm_debug_log(const char*)`, which
+//! the shim calls with each piece of text TFLM reports (its `DebugLog`, in
+//! either generation's form, forwards there), and, on bare metal,
 //! `hm_cxx_fatal(const char*)`, called if C++ code tries to allocate.
 #![no_std]
 

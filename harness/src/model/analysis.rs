@@ -3,6 +3,7 @@
 //! for the bundled 32-bit TFLM.
 
 use crate::model::planner::{buffers, greedy, head_bytes, linear_bytes, lower_bound};
+use crate::model::registry::Operators;
 use crate::model::tail;
 use crate::model::tflite::{self, Model, ReadError};
 
@@ -113,7 +114,7 @@ impl Analysis {
                 .filter(|b| b.first <= peak_step && peak_step <= b.last)
                 .map(|b| b.tensor)
                 .collect(),
-            unsupported: tflite::unsupported(model),
+            unsupported: Operators::bundled().missing(model),
         })
     }
 

@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod fuzz;
 pub mod planner;
+pub mod registry;
 pub mod tail;
 pub mod tflite;
 pub mod tflm_ops;

@@ -378,28 +378,6 @@ pub fn builtin_name(code: i32) -> String {
         .map_or_else(|| format!("builtin {code}"), |(_, name)| (*name).to_owned())
 }
 
-/// The model's operators that the bundled TFLM does not register, as
-/// `NAME vN`.
-pub fn unsupported(model: &Model) -> Vec<String> {
-    let mut missing: Vec<String> = model
-        .operator_codes
-        .iter()
-        .filter(|code| {
-            code.custom.is_some()
-                || !crate::model::tflm_ops::REGISTERED
-                    .iter()
-                    .any(|&(c, lo, hi)| c == code.builtin && (lo..=hi).contains(&code.version))
-        })
-        .map(|code| match &code.custom {
-            Some(custom) => format!("custom op `{custom}`"),
-            None => format!("{} v{}", builtin_name(code.builtin), code.version),
-        })
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    missing.retain(|m| seen.insert(m.clone()));
-    missing
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,7 +401,6 @@ mod tests {
         assert!(ops.contains(&"DEPTHWISE_CONV_2D".to_owned()) && ops.contains(&"CONV_2D".to_owned()), "{ops:?}");
         for name in EXAMPLES {
             let model = read(&example(name)).unwrap();
-            assert!(unsupported(&model).is_empty(), "{name}: {:?}", unsupported(&model));
             assert!(!model.subgraphs[0].operators.is_empty());
         }
         let hello = read(&example("hello_world.tflite")).unwrap();
@@ -457,24 +434,5 @@ mod tests {
         };
         let bytes = write(&model);
         assert_eq!(read(&bytes).unwrap(), model);
-        assert_eq!(unsupported(&model), ["builtin 150 v1"]);
-    }
-
-    #[test]
-    fn an_operator_the_bundled_tflm_lacks_is_named_with_its_version() {
-        let model = Model {
-            version: 3,
-            description: None,
-            metadata: vec![],
-            operator_codes: vec![
-                OperatorCode { builtin: 9, custom: None, version: 1 },
-                OperatorCode { builtin: 77, custom: None, version: 1 },
-                OperatorCode { builtin: 9, custom: None, version: 9 },
-                OperatorCode { builtin: 32, custom: Some("TFLite_Detection_PostProcess".into()), version: 1 },
-            ],
-            subgraphs: vec![],
-            buffers: vec![0],
-        };
-        assert_eq!(unsupported(&model), ["SHAPE v1", "FULLY_CONNECTED v9", "custom op `TFLite_Detection_PostProcess`"]);
     }
 }

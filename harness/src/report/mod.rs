@@ -173,6 +173,23 @@ fn value(v: Option<i64>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
 
+/// What a comparison says first when the TFLM changed: one line per change
+/// (`TFLM changed: A → B`), with the boards and models it applies to.
+pub fn runtime_changes(c: &Comparison) -> Vec<String> {
+    let mut changes: Vec<(&str, &str, Vec<String>)> = Vec::new();
+    for change in &c.runtime_changes {
+        let image = format!("{}/{}", change.board, change.model);
+        match changes.iter_mut().find(|(from, to, _)| *from == change.from && *to == change.to) {
+            Some((_, _, images)) => images.push(image),
+            None => changes.push((&change.from, &change.to, vec![image])),
+        }
+    }
+    changes
+        .into_iter()
+        .map(|(from, to, images)| format!("TFLM changed: {from} → {to} ({})", images.join(", ")))
+        .collect()
+}
+
 /// The one-line summary of a comparison.
 pub fn comparison_summary(c: &Comparison) -> String {
     let counts: Vec<String> = [
@@ -194,7 +211,7 @@ pub fn comparison_summary(c: &Comparison) -> String {
 pub fn comparison_table(c: &Comparison) -> String {
     let changed: Vec<&Row> =
         c.rows.iter().filter(|r| !matches!(r.verdict, Verdict::Unchanged | Verdict::New)).collect();
-    let mut out = String::new();
+    let mut out: String = runtime_changes(c).iter().map(|line| format!("{line}\n")).collect();
     if !changed.is_empty() {
         let mut builder = Builder::default();
         builder.push_record([
@@ -207,7 +224,7 @@ pub fn comparison_table(c: &Comparison) -> String {
         }
         let mut table = builder.build();
         table.with(Style::sharp()).modify(Columns::new(4..8), Alignment::right());
-        out = format!("{table}\n");
+        out += &format!("{table}\n");
     }
     out + &comparison_summary(c)
 }
@@ -236,6 +253,9 @@ pub fn approval_message(diff: &[Row], approver: &str) -> String {
 /// The comparison and the run's failures as Markdown.
 pub fn markdown(results: &Results, c: &Comparison) -> String {
     let mut out = String::from("## hilmem memory report\n\n");
+    for line in runtime_changes(c) {
+        out.push_str(&format!("**{line}**\n\n"));
+    }
     out.push_str(&format!("{}\n\n", comparison_summary(c)));
     let found = findings(results, c);
     if found.changed.is_empty() {
@@ -361,6 +381,15 @@ pub fn junit(results: &Results, c: &Comparison, strict: bool) -> String {
         cases.len(),
         cases.len()
     );
+    let changes = runtime_changes(c);
+    if !changes.is_empty() {
+        out += "    <properties>\n";
+        for line in &changes {
+            out += &format!("      <property name=\"tflm-changed\" value=\"{}\"/>\n", xml(line));
+        }
+        out += "    </properties>\n";
+        out += &format!("    <system-out>{}</system-out>\n", xml(&changes.join("\n")));
+    }
     for (class, name, failure) in &cases {
         if failure.is_empty() {
             out += &format!("    <testcase classname=\"{}\" name=\"{}\"/>\n", xml(class), xml(name));

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::model::analysis::Analysis;
 use crate::report::svg::{bytes, escape, Chart};
-use crate::report::{cells, comparison_summary, findings};
+use crate::report::{cells, comparison_summary, findings, runtime_changes};
 use crate::run::measurement::{metric, Measurement};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout};
@@ -58,7 +58,7 @@ pub fn gather(
 ) -> Inputs {
     let mut notes = Vec::new();
     let mut analyses = Vec::new();
-    let specs = models::load(models_file).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
+    let specs = models::load(models_file).map(|f| f.models).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
     let mut run_models: Vec<&str> = Vec::new();
     for image in &results.images {
         if !run_models.contains(&image.model.as_str()) {
@@ -68,7 +68,7 @@ pub fn gather(
     for name in run_models {
         let Some(spec) = specs.iter().find(|s| s.name == name) else { continue };
         match spec
-            .read()
+            .parse()
             .map_err(|e| e.to_string())
             .and_then(|model| Analysis::of(name, &model.parsed).map_err(|e| e.to_string()))
         {
@@ -217,11 +217,11 @@ pub fn render(inputs: &Inputs) -> String {
 fn comparison(html: &mut String, inputs: &Inputs) {
     let c = &inputs.comparison;
     let found = findings(&inputs.results, c);
-    let _ = writeln!(
-        html,
-        "<h2 id=\"comparison\">Comparison</h2>\n<p class=\"summary\">{}</p>",
-        escape(&comparison_summary(c))
-    );
+    html.push_str("<h2 id=\"comparison\">Comparison</h2>\n");
+    for line in runtime_changes(c) {
+        let _ = writeln!(html, "<p class=\"runtime\"><strong>{}</strong></p>", escape(&line));
+    }
+    let _ = writeln!(html, "<p class=\"summary\">{}</p>", escape(&comparison_summary(c)));
     if found.changed.is_empty() {
         html.push_str("<p>Every figure equals its baseline.</p>\n");
     } else {

@@ -19,7 +19,8 @@ use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS};
 use crate::run::record::{context, record, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError};
-use crate::spec::models::{self, Model, ModelSpec, ModelsError};
+use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError};
+use crate::spec::runtime::{Choice, Generation, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
 use crate::target::firmware::{self, BuildError, Firmware, Variant};
 use crate::target::runner::{self, Run, RunOptions};
@@ -35,6 +36,8 @@ pub enum ConfigError {
     Board(#[from] BoardError),
     #[error(transparent)]
     Models(#[from] ModelsError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
     #[error("no scenario `{0}` (scenarios: {list})", list = SCENARIOS.join(", "))]
     UnknownScenario(String),
     #[error("the streaming scenarios need more than {min} frames, not {0}", min = WARM_UP_FRAMES)]
@@ -66,6 +69,9 @@ pub struct Options {
     /// Size every model's arena from the analyzer's prediction, as
     /// `arena_bytes = "auto"` would.
     pub arena_auto: bool,
+    /// `--tflm`: the TFLM to build against (a path, or `bundled`), over
+    /// `HILMEM_TFLM_DIR` and the models file's `[tflm] path`.
+    pub tflm: Option<String>,
 }
 
 impl Options {
@@ -84,6 +90,7 @@ impl Options {
             run: RunOptions::default(),
             variant: Variant::Standard,
             arena_auto: false,
+            tflm: None,
         }
     }
 }
@@ -139,9 +146,12 @@ pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, Bo
 pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
     let boards = resolve_boards(ws, &options.boards)?;
     let file = &options.models_file;
-    let mut models = models::select(models::load(file)?, &options.models, file)?;
+    let loaded = models::load(file)?;
+    let runtime =
+        Choice { flag: options.tflm.clone(), config: loaded.tflm.map(|path| (file.clone(), path)) }.resolve()?;
+    let mut models = models::select(loaded.models, &options.models, file)?;
     if options.arena_auto {
-        models.iter_mut().for_each(|m| m.arena = models::Arena::Auto);
+        models.iter_mut().for_each(|m| m.arena = Arena::Auto);
     }
 
     for scenario in &options.scenarios {
@@ -154,8 +164,9 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     }
 
     // Each model's file is read and checked once for the whole run.
-    let files: Vec<Result<Model, ModelsError>> = models.iter().map(ModelSpec::read).collect();
+    let files: Vec<Result<Model, ModelsError>> = models.iter().map(|m| m.read(&runtime)).collect();
     let rustc = firmware::rustc_version(ws);
+    let setup = Setup { ws, runtime: &runtime, rustc: &rustc, options, progress };
     let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
     let outcomes = Mutex::new(Vec::new());
     let images = Mutex::new(Vec::new());
@@ -164,7 +175,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
             scope.spawn(|| loop {
                 let Some(board) = queue.lock().unwrap().pop_front() else { break };
                 for (model, file) in models.iter().zip(&files) {
-                    let (image, runs) = measure(ws, board, model, file, &rustc, options, progress);
+                    let (image, runs) = measure(&setup, board, model, file);
                     images.lock().unwrap().extend(image);
                     for (scenario, outcome) in runs {
                         outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
@@ -207,23 +218,31 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
 /// One board and model's image, and each scenario's outcome on it.
 type Measured = (Option<Image>, Vec<(String, Result<Measurement, RunError>)>);
 
+/// What every board and model of one run shares.
+struct Setup<'a> {
+    ws: &'a Workspace,
+    runtime: &'a Runtime,
+    rustc: &'a str,
+    options: &'a Options,
+    progress: &'a (dyn Fn(Event) + Sync),
+}
+
 /// Builds (or finds) the model's image and runs each scenario on it.
-fn measure(
-    ws: &Workspace,
-    board: &Board,
-    spec: &ModelSpec,
-    file: &Result<Model, ModelsError>,
-    rustc: &str,
-    options: &Options,
-    progress: &(dyn Fn(Event) + Sync),
-) -> Measured {
+fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
+    let Setup { runtime, rustc, options, progress, .. } = *setup;
     // The model was read once for the run; its arena is resolved once per
     // board, and every later step reads the number.
     let built = file.as_ref().map_err(ToString::to_string).and_then(|model| {
+        if model.spec.arena == Arena::Auto && runtime.generation() != Generation::Tfmicro2020 {
+            return Err(format!(
+                "`arena_bytes = \"auto\"` sizes the arena from the analyzer, which predicts for the bundled 2020 TFLM \
+                 only; give `arena_bytes` for {runtime}"
+            ));
+        }
         let sized = model.sized_for(board).map_err(|e| RunError::from(BuildError::from(e)));
         let built = sized.and_then(|model| {
-            let image = image(ws, board, &model, options, progress)?;
-            let info = Image::of(board, &model, rustc).map_err(BuildError::from)?;
+            let image = image(setup, board, &model)?;
+            let info = Image::of(board, &model, runtime, rustc).map_err(BuildError::from)?;
             Ok((model, image, info))
         });
         built.map_err(|e| e.to_string())
@@ -252,13 +271,8 @@ fn measure(
     (Some(info), runs)
 }
 
-fn image(
-    ws: &Workspace,
-    board: &Board,
-    model: &Model,
-    options: &Options,
-    progress: &(dyn Fn(Event) + Sync),
-) -> Result<(Firmware, ImageSizes), RunError> {
+fn image(setup: &Setup, board: &Board, model: &Model) -> Result<(Firmware, ImageSizes), RunError> {
+    let Setup { ws, runtime, options, progress, .. } = *setup;
     let firmware = if options.build {
         progress(Event::Building {
             board: &board.name,
@@ -267,9 +281,9 @@ fn image(
             budget_bytes: board.budget.tensor_arena_bytes,
         });
         let mut output = |line: &str| progress(Event::BuildOutput { board: &board.name, line });
-        firmware::build(ws, board, model, options.variant, &mut output)?
+        firmware::build(ws, board, model, runtime, options.variant, &mut output)?
     } else {
-        let firmware = firmware::built(ws, board, model);
+        let firmware = firmware::built(ws, board, model, runtime);
         if !firmware.elf.is_file() {
             return Err(RunError::NotBuilt {
                 context: format!("board `{}`, model `{}`", board.name, model.spec.name),
@@ -294,7 +308,7 @@ pub fn execute(
     options: &RunOptions,
 ) -> Result<Run, RunError> {
     let context = context(board, model, scenario);
-    let expected = firmware::identity(&board.name, &model.name);
+    let expected = firmware::identity(&board.name, &model.name, firmware.tflm_identity.as_deref());
     let found = elf::identity(&firmware.elf)?;
     if found != expected {
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });

@@ -11,6 +11,7 @@ use crate::run::measurement::{checks, metric, ArenaPrediction, Measurement, SING
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
 use crate::spec::models::{Model, ModelSpec};
+use crate::spec::runtime::Generation;
 use crate::target::elf::{ElfError, ImageSizes};
 use crate::target::firmware::{BuildError, Firmware};
 use crate::target::runner::{Ending, Run, RunnerError};
@@ -149,7 +150,9 @@ pub fn record(
             metrics.insert(name.into(), value);
         }
     }
-    let arena_prediction = (scenario == SINGLE_FRAME && predicts_for(board))
+    // The analyzer predicts what the 2020 TFLM does.
+    let predicted = predicts_for(board) && firmware.tflm == Generation::Tfmicro2020;
+    let arena_prediction = (scenario == SINGLE_FRAME && predicted)
         .then(|| {
             let analysis = Analysis::of(&spec.name, &model.parsed).ok()?;
             Some(ArenaPrediction {

@@ -11,7 +11,7 @@ use crate::fsutil::write_atomic;
 use crate::run::measurement::Measurement;
 use crate::spec::board::Board;
 use crate::spec::models::{Model, ModelsError};
-use crate::target::firmware;
+use crate::spec::runtime::Runtime;
 
 /// A board, model and scenario that produced no measurement, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,13 +36,13 @@ pub struct Image {
 }
 
 impl Image {
-    pub fn of(board: &Board, model: &Model, rustc: &str) -> Result<Image, ModelsError> {
+    pub fn of(board: &Board, model: &Model, runtime: &Runtime, rustc: &str) -> Result<Image, ModelsError> {
         let sha: String = Sha256::digest(&model.bytes).iter().map(|b| format!("{b:02x}")).collect();
         Ok(Image {
             board: board.name.clone(),
             model: model.spec.name.clone(),
             model_sha256: sha,
-            tflm: firmware::tflm_source(),
+            tflm: runtime.identity.clone(),
             rustc: rustc.to_owned(),
             target: board.target.clone(),
             arena_bytes: model.arena_bytes(board)?,

@@ -7,3 +7,4 @@ pub mod board;
 pub mod fit;
 pub mod hardware;
 pub mod models;
+pub mod runtime;

@@ -10,6 +10,7 @@ use crate::model::analysis::Analysis;
 use crate::model::tflite;
 use crate::spec::board::Board;
 use crate::spec::fit;
+use crate::spec::runtime::Runtime;
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -24,8 +25,8 @@ pub enum ModelsError {
     Read { model: String, path: PathBuf, source: std::io::Error },
     #[error("model `{model}`: {path} is not a TFLite flatbuffer ({why})")]
     NotTflite { model: String, path: PathBuf, why: String },
-    #[error("model `{model}`: the bundled TFLM (May 2020) does not register {ops}; {path} needs a newer TFLM or a model converted for this one")]
-    Unsupported { model: String, path: PathBuf, ops: String },
+    #[error("model `{model}`: {runtime} does not register {ops}; {path} needs another TFLM (`[tflm] path`, --tflm) or a model converted for this one")]
+    Unsupported { model: String, path: PathBuf, runtime: String, ops: String },
     #[error("model `{model}`: `arena_bytes = \"auto\"`: {source}")]
     Auto { model: String, source: fit::NotPredicted },
 }
@@ -112,11 +113,26 @@ pub enum Expect {
     Value { value: f32, tolerance: f32 },
 }
 
+/// A models file: the models, and the TFLM it names, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelsFile {
+    pub models: Vec<ModelSpec>,
+    /// `[tflm] path`, relative to the file's directory.
+    pub tflm: Option<PathBuf>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     #[serde(rename = "model")]
     models: Vec<RawModel>,
+    tflm: Option<RawTflm>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTflm {
+    path: PathBuf,
 }
 
 #[derive(Deserialize)]
@@ -176,7 +192,7 @@ fn new_name(name: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
 }
 
 /// Reads and validates a models file; relative paths are relative to it.
-pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
+pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
     let raw: RawConfig = strict_toml::read(file)?;
     let base = file.parent().unwrap_or(Path::new("."));
     let invalid = |key: String, why: &str| ModelsError::Invalid { file: file.to_owned(), key, why: why.to_owned() };
@@ -248,7 +264,7 @@ pub fn load(file: &Path) -> Result<Vec<ModelSpec>, ModelsError> {
             ota,
         });
     }
-    Ok(specs)
+    Ok(ModelsFile { models: specs, tflm: raw.tflm.map(|t| base.join(t.path)) })
 }
 
 /// A model as read, before its update is resolved.
@@ -310,34 +326,67 @@ pub struct Model {
     pub spec: ModelSpec,
     pub bytes: Vec<u8>,
     pub parsed: tflite::Model,
+    /// The model the concurrent-OTA scenario delivers, which the image must
+    /// also be able to run.
+    pub update: Update,
+}
+
+/// An update's model file, read and parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub bytes: Vec<u8>,
+    pub parsed: tflite::Model,
 }
 
 impl ModelSpec {
     /// Reads the model's file, with the checks that catch a bad file before
     /// anything is built: a readable, well-formed TFLite flatbuffer whose
-    /// operators the bundled TFLM registers. TFLM's own verifier on the
-    /// target checks again.
-    pub fn read(&self) -> Result<Model, ModelsError> {
-        let bytes = std::fs::read(&self.file).map_err(|source| ModelsError::Read {
-            model: self.name.clone(),
-            path: self.file.clone(),
-            source,
-        })?;
-        let parsed = tflite::read(&bytes).map_err(|e| self.not_tflite(e))?;
-        let missing = tflite::unsupported(&parsed);
+    /// operators `runtime` registers. TFLM's own verifier on the target
+    /// checks again.
+    pub fn read(&self, runtime: &Runtime) -> Result<Model, ModelsError> {
+        let model = self.parse()?;
+        let unsupported = |name: &str, path: &Path, missing: Vec<String>| ModelsError::Unsupported {
+            model: name.to_owned(),
+            path: path.to_owned(),
+            runtime: runtime.to_string(),
+            ops: missing.join(", "),
+        };
+        let missing = runtime.operators.missing(&model.parsed);
         if !missing.is_empty() {
-            return Err(ModelsError::Unsupported {
-                model: self.name.clone(),
-                path: self.file.clone(),
-                ops: missing.join(", "),
-            });
+            return Err(unsupported(&self.name, &self.file, missing));
         }
-        Ok(Model { spec: self.clone(), bytes, parsed })
+        let missing = runtime.operators.missing(&model.update.parsed);
+        if !missing.is_empty() {
+            return Err(unsupported(&self.ota.model, &self.ota.file, missing));
+        }
+        Ok(model)
+    }
+
+    /// Reads the model's file and its update's as TFLite flatbuffers,
+    /// whichever TFLM is to run them.
+    pub fn parse(&self) -> Result<Model, ModelsError> {
+        let (bytes, parsed) = read_tflite(&self.name, &self.file)?;
+        let (update_bytes, update) = read_tflite(&self.ota.model, &self.ota.file)?;
+        Ok(Model { spec: self.clone(), bytes, parsed, update: Update { bytes: update_bytes, parsed: update } })
     }
 
     fn not_tflite(&self, e: tflite::ReadError) -> ModelsError {
-        ModelsError::NotTflite { model: self.name.clone(), path: self.file.clone(), why: e.to_string() }
+        not_tflite(&self.name, &self.file, e)
     }
+}
+
+fn read_tflite(model: &str, path: &Path) -> Result<(Vec<u8>, tflite::Model), ModelsError> {
+    let bytes = std::fs::read(path).map_err(|source| ModelsError::Read {
+        model: model.to_owned(),
+        path: path.to_owned(),
+        source,
+    })?;
+    let parsed = tflite::read(&bytes).map_err(|e| not_tflite(model, path, e))?;
+    Ok((bytes, parsed))
+}
+
+fn not_tflite(model: &str, path: &Path, e: tflite::ReadError) -> ModelsError {
+    ModelsError::NotTflite { model: model.to_owned(), path: path.to_owned(), why: e.to_string() }
 }
 
 impl Model {
@@ -396,6 +445,10 @@ mod tests {
     use super::*;
 
     fn load_text(text: &str) -> Result<Vec<ModelSpec>, ModelsError> {
+        load_file(text).map(|f| f.models)
+    }
+
+    fn load_file(text: &str) -> Result<ModelsFile, ModelsError> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("hil.toml");
         std::fs::write(&file, text).unwrap();
@@ -421,11 +474,12 @@ expect_class = 2
     #[test]
     fn the_repository_models_file_loads() {
         let ws = crate::Workspace::from_source();
-        let models = load(&ws.models_file()).unwrap();
-        let names: Vec<_> = models.iter().map(|m| m.name.as_str()).collect();
+        let file = load(&ws.models_file()).unwrap();
+        let names: Vec<_> = file.models.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["hello_world", "micro_speech", "magic_wand", "person_detection"]);
-        for m in &models {
-            m.read().unwrap();
+        assert_eq!(file.tflm, None, "the repository's models run on the bundled TFLM");
+        for m in &file.models {
+            m.read(&Runtime::bundled()).unwrap();
             for input in &m.inputs {
                 assert!(!input.bytes(&m.name).unwrap().is_empty());
             }
@@ -443,7 +497,7 @@ expect_class = 2
         assert_eq!(spec.arena, Arena::Auto);
         let board = |name| Board::load(&ws, name).unwrap();
         let analysis = Analysis::of("m", &tflite::read(&std::fs::read(&hello).unwrap()).unwrap()).unwrap();
-        let model = spec.read().unwrap();
+        let model = spec.read(&Runtime::bundled()).unwrap();
         let m7 = model.arena_bytes(&board("qemu-m7")).unwrap();
         assert_eq!(m7 as usize, fit::fit(&analysis, &board("qemu-m7")).unwrap().suggested_arena_bytes);
         assert!(m7 as usize > analysis.minimum_arena_bytes && m7.is_multiple_of(16), "{m7}");
@@ -508,7 +562,15 @@ expect_class = 2
             expect: OtaOutcome::Accepted,
         };
         let spec = ModelSpec { name: "bad".into(), file: path, arena: Arena::Bytes(64), inputs: vec![], ota };
-        let err = spec.read().unwrap_err().to_string();
+        let err = spec.read(&Runtime::bundled()).unwrap_err().to_string();
         assert!(err.starts_with("model `bad`: ") && err.contains("not a TFLite flatbuffer"), "{err}");
+    }
+
+    #[test]
+    fn the_tflm_section_names_a_path_relative_to_the_file() {
+        let file = load_file(&format!("{ONE}\n[tflm]\npath = \"../tflite-micro\"\n")).unwrap();
+        assert!(file.tflm.unwrap().ends_with("../tflite-micro"));
+        let err = load_file(&format!("{ONE}\n[tflm]\npath = \"x\"\ncommit = 1\n")).unwrap_err().to_string();
+        assert!(err.contains("unknown field `commit`"), "{err}");
     }
 }

@@ -123,7 +123,20 @@ impl Row {
 pub struct Comparison {
     /// Where the baselines were read: `work tree` or a git revision.
     pub against: String,
+    /// Images built with another TFLM than their baseline was measured on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_changes: Vec<RuntimeChange>,
     pub rows: Vec<Row>,
+}
+
+/// A board and model whose baseline was measured on TFLM `from` and whose
+/// image now runs TFLM `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeChange {
+    pub board: String,
+    pub model: String,
+    pub from: String,
+    pub to: String,
 }
 
 impl Comparison {
@@ -190,11 +203,26 @@ pub fn compare(results: &Results, source: &Source, policy: &Policy) -> Result<Co
             });
         }
     }
+    let mut runtime_changes = Vec::new();
+    for image in &results.images {
+        let key = (image.board.clone(), image.model.clone());
+        if !baselines.contains_key(&key) {
+            baselines.insert(key.clone(), source.load(&image.board, &image.model)?);
+        }
+        if let Some(baseline) = baselines[&key].as_ref().filter(|b| b.meta.tflm != image.tflm) {
+            runtime_changes.push(RuntimeChange {
+                board: image.board.clone(),
+                model: image.model.clone(),
+                from: baseline.meta.tflm.clone(),
+                to: image.tflm.clone(),
+            });
+        }
+    }
     let against = match source {
         Source::WorkTree(_) => "work tree".to_owned(),
         Source::Revision { rev, .. } => rev.clone(),
     };
-    Ok(Comparison { against, rows })
+    Ok(Comparison { against, runtime_changes, rows })
 }
 
 /// One row per metric whose value differs between `old` and `new`.
@@ -301,7 +329,11 @@ mod tests {
             measured: Some(1),
             verdict,
         };
-        let c = |v| Comparison { against: "work tree".into(), rows: vec![row(Verdict::Unchanged), row(v)] };
+        let c = |v| Comparison {
+            against: "work tree".into(),
+            runtime_changes: vec![],
+            rows: vec![row(Verdict::Unchanged), row(v)],
+        };
         assert!(c(Verdict::Regressed).fails(false));
         for v in [Verdict::New, Verdict::Missing, Verdict::Improved] {
             assert!(!c(v).fails(false) && c(v).fails(true), "{v:?}");

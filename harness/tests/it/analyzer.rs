@@ -13,16 +13,12 @@ use harness::model::tflite::builtin_name;
 use harness::model::tflm_ops;
 use harness::run::measurement::SINGLE_FRAME;
 
+use harness::spec::runtime::bundled_tree;
+
 use crate::support::{default_board, measure, model, printed_by_tflm, EXAMPLE_MODELS};
 
-mod tree {
-    use std::path::{Path, PathBuf};
-    use std::{env, fs};
-    include!("../../../firmware/tflm-sys/tree.rs");
-}
-
 fn source(path: &str) -> String {
-    let file = tree::tflm_root().join("tensorflow/lite").join(path);
+    let file = bundled_tree().root.join("tensorflow/lite").join(path);
     std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
@@ -75,7 +71,7 @@ fn the_options_table_matches_parse_op_data() {
 /// conv, scratch buffers in SVDF.
 #[test]
 fn the_kernel_table_matches_the_kernels_that_allocate() {
-    let kernels = tree::tflm_root().join("tensorflow/lite/micro/kernels");
+    let kernels = bundled_tree().root.join("tensorflow/lite/micro/kernels");
     let mut persistent = Vec::new();
     for entry in std::fs::read_dir(&kernels).unwrap() {
         let path = entry.unwrap().path();
@@ -121,9 +117,11 @@ fn the_tail_layouts_match_the_bundled_tflm() {
     std::fs::write(dir.path().join("probe.cc"), probe).unwrap();
     let mut gxx = Command::new("arm-none-eabi-g++");
     gxx.current_dir(dir.path()).args(["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-w", "-c", "probe.cc"]);
-    gxx.args(tree::COMMON_FLAGS).args(tree::CXX_FLAGS);
-    gxx.args(tree::DEFINES.iter().map(|d| format!("-D{d}")));
-    gxx.args(tree::include_dirs(&tree::tflm_root()).iter().map(|d| format!("-I{}", d.display())));
+    let tree = bundled_tree();
+    let flags = tree.flags();
+    gxx.args(flags.common).args(flags.cxx);
+    gxx.args(flags.defines.iter().map(|d| format!("-D{d}")));
+    gxx.args(tree.include_dirs().iter().map(|d| format!("-I{}", d.display())));
     let out = gxx.output().expect("arm-none-eabi-g++ (run `cargo xtask doctor`)");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let object_file = std::fs::read(dir.path().join("probe.o")).unwrap();

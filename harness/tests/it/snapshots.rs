@@ -8,7 +8,7 @@ use std::path::Path;
 use harness::report;
 use harness::run::measurement::{ArenaPrediction, Check, Measurement};
 use harness::run::results::{Failed, Results, RESULTS_FORMAT};
-use harness::verdict::compare::{Comparison, Row, Verdict};
+use harness::verdict::compare::{Comparison, Row, RuntimeChange, Verdict};
 
 fn check(rendered: &str, name: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
@@ -78,6 +78,12 @@ fn fixture() -> (Results, Comparison) {
     };
     let comparison = Comparison {
         against: "HEAD~1".into(),
+        runtime_changes: vec![RuntimeChange {
+            board: "qemu-m7".into(),
+            model: "hello_world".into(),
+            from: "tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)".into(),
+            to: "tflite-micro 90b983c2b3f1".into(),
+        }],
         rows: vec![
             row("single-frame", "arena_used_bytes", Some(1472), Some(1480), Verdict::Regressed),
             row("single-frame", "stack_peak_bytes", Some(2000), Some(2016), Verdict::WithinTolerance),

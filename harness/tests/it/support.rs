@@ -10,6 +10,7 @@ use harness::run::results::Results;
 use harness::run::{self, Options};
 use harness::spec::board::{Board, DEFAULT_BOARD};
 use harness::spec::models::{self, Model};
+use harness::spec::runtime::Runtime;
 use harness::target::elf::{self, ImageSizes};
 use harness::target::firmware::{self, Firmware, Variant};
 use harness::target::runner::{Run, RunOptions};
@@ -34,7 +35,8 @@ pub fn default_board() -> Board {
 
 /// A model from the repository's `hil.toml`, read.
 pub fn model(name: &str) -> Model {
-    models::load(&ws().models_file()).unwrap().into_iter().find(|m| m.name == name).unwrap().read().unwrap()
+    let file = models::load(&ws().models_file()).unwrap();
+    file.models.into_iter().find(|m| m.name == name).unwrap().read(&Runtime::bundled()).unwrap()
 }
 
 pub fn build(board: &Board, model: &Model) -> (Firmware, ImageSizes) {
@@ -42,7 +44,8 @@ pub fn build(board: &Board, model: &Model) -> (Firmware, ImageSizes) {
 }
 
 pub fn build_variant(board: &Board, model: &Model, variant: Variant) -> (Firmware, ImageSizes) {
-    let firmware = firmware::build(&ws(), board, model, variant, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let firmware = firmware::build(&ws(), board, model, &Runtime::bundled(), variant, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
     let sizes = elf::sizes(&firmware.elf, &board.layout).unwrap();
     (firmware, sizes)
 }

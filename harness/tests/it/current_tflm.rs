@@ -1,0 +1,86 @@
+//! A current TFLM, given as a tflite-micro checkout with its third-party
+//! downloads in `HILMEM_TEST_TFLM` (CI unpacks one; see `.ci/run`): the
+//! firmware builds and runs against it, and the comparison with the
+//! baselines measured on the bundled TFLM names the change first.
+
+use std::path::Path;
+
+use harness::run::measurement::{metric, SINGLE_FRAME};
+use harness::run::{self, Options};
+use harness::spec::board::DEFAULT_BOARD;
+use harness::spec::runtime::{Generation, Runtime, BUNDLED};
+use harness::verdict::baseline::Source;
+use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
+
+use crate::support::ws;
+
+/// The checkout in `HILMEM_TEST_TFLM`. Without it a test fails in CI (where
+/// it must run) and elsewhere says what it needs and stops.
+fn current_tflm() -> Option<Runtime> {
+    match std::env::var_os("HILMEM_TEST_TFLM") {
+        Some(dir) => Some(Runtime::at(Path::new(&dir)).unwrap_or_else(|e| panic!("HILMEM_TEST_TFLM: {e}"))),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("HILMEM_TEST_TFLM is not set: CI must give the tests a current TFLM checkout (see .ci/run)")
+        }
+        None => {
+            eprintln!("HILMEM_TEST_TFLM is not set: this test needs a tflite-micro checkout with its downloads");
+            None
+        }
+    }
+}
+
+/// What the checkout's resolver registers is read from its own header and
+/// schema: the operators the bundled TFLM lacks among them.
+#[test]
+fn the_current_resolver_is_read_from_the_checkout() {
+    let Some(runtime) = current_tflm() else { return };
+    assert_eq!(runtime.generation(), Generation::Current);
+    let methods = runtime.operators.methods.as_ref().expect("a current resolver adds operators by method");
+    for (op, method) in [("FULLY_CONNECTED", "AddFullyConnected"), ("SHAPE", "AddShape"), ("MEAN", "AddMean")] {
+        assert_eq!(methods.get(op).map(String::as_str), Some(method), "{op}");
+    }
+    // One method per builtin the header adds, counted in its text.
+    let header =
+        std::fs::read_to_string(runtime.dir().unwrap().join("tensorflow/lite/micro/micro_mutable_op_resolver.h"));
+    let added: std::collections::BTreeSet<&str> = header
+        .as_deref()
+        .unwrap()
+        .split("AddBuiltin(BuiltinOperator_")
+        .skip(1)
+        .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap())
+        .collect();
+    assert_eq!(methods.keys().map(String::as_str).collect::<std::collections::BTreeSet<_>>(), added);
+}
+
+/// hello_world (float, so both generations run it) on the default board with
+/// the current TFLM: its answers are right, the record names the runtime,
+/// and against the baselines (measured on the bundled TFLM) the comparison
+/// names the change and the figures that moved.
+#[test]
+fn hello_world_runs_on_the_current_tflm_and_the_comparison_names_the_change() {
+    let Some(runtime) = current_tflm() else { return };
+    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    options.models = vec!["hello_world".into()];
+    options.scenarios = vec![SINGLE_FRAME.into()];
+    options.tflm = runtime.dir().map(|d| d.display().to_string());
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:?}", results.failed);
+    let record = &results.records[0];
+    assert!(record.passed(), "{:?}", record.checks);
+    assert_eq!(results.images[0].tflm, runtime.identity);
+    assert_eq!(record.arena_prediction, None, "the analyzer predicts for the 2020 TFLM only");
+
+    let baselines = ws().root().join("baselines");
+    let comparison =
+        compare::compare(&results, &Source::WorkTree(baselines.clone()), &Policy::load(&baselines).unwrap()).unwrap();
+    let change = RuntimeChange {
+        board: DEFAULT_BOARD.into(),
+        model: "hello_world".into(),
+        from: BUNDLED.into(),
+        to: runtime.identity.clone(),
+    };
+    assert_eq!(comparison.runtime_changes, [change]);
+    let moved = |name: &str| comparison.rows.iter().any(|r| r.metric == name && r.verdict != Verdict::Unchanged);
+    assert!(moved(metric::FLASH_BYTES) && moved(metric::ARENA_USED_BYTES), "{:#?}", comparison.rows);
+    assert!(!moved(metric::MODEL_BYTES), "the same model file");
+}
