@@ -4,9 +4,10 @@
 //! reports in target/hilmem/. Each step is the command a developer would
 //! type.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use harness::{doctor, Workspace};
 
 use crate::exit;
@@ -16,6 +17,12 @@ pub struct Args {
     /// Compare with the baselines at this revision (as `hil --against`).
     #[arg(long, default_value = "auto")]
     against: String,
+    /// A current TFLM for the tests that build against one: a tflite-micro
+    /// checkout with its downloads, or a directory holding one as
+    /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/). Handed to
+    /// the tests as HILMEM_TEST_TFLM.
+    #[arg(long)]
+    test_tflm: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -26,6 +33,7 @@ pub fn run(args: Args) -> Result<i32> {
     let actionlint = doctor::actionlint(ws.root());
 
     let hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against, "--report"]);
+    let test_tflm = args.test_tflm.map(|given| tflm_checkout(ws.root(), &given)).transpose()?;
 
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
     let steps: Vec<(&str, &std::ffi::OsStr, Vec<String>)> = vec![
@@ -51,17 +59,57 @@ pub fn run(args: Args) -> Result<i32> {
     let mut code = exit::OK;
     for (name, program, args) in steps {
         eprintln!("== ci: {name}");
-        let status = Command::new(program)
-            .current_dir(ws.root())
-            .args(&args)
-            .status()
-            .with_context(|| format!("cannot run the {name} step"))?;
+        let mut command = Command::new(program);
+        command.current_dir(ws.root()).args(&args);
+        if let Some(tree) = &test_tflm {
+            command.env("HILMEM_TEST_TFLM", tree);
+        }
+        let status = command.status().with_context(|| format!("cannot run the {name} step"))?;
         if !status.success() {
             eprintln!("== ci: {name} FAILED");
             code = code.max(status.code().unwrap_or(exit::ERROR).clamp(exit::REGRESSION, exit::ERROR));
         }
     }
     Ok(code)
+}
+
+/// The checkout `given` names: itself when it is a TFLM tree, else the
+/// `tflite-micro-*` checkout inside it, or the one its
+/// `tflite-micro-*.tar.gz` unpacks to under `target/tflm/` (unpacked once,
+/// through a scratch directory, so an interrupted unpack leaves nothing that
+/// looks complete).
+fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
+    if given.join("tensorflow/lite/micro").is_dir() {
+        return Ok(given.to_owned());
+    }
+    let entries: Vec<PathBuf> = std::fs::read_dir(given)
+        .with_context(|| format!("--test-tflm {}: cannot read the directory", given.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("tflite-micro-")))
+        .collect();
+    if let Some(tree) = entries.iter().find(|p| p.is_dir()) {
+        return Ok(tree.clone());
+    }
+    let Some(archive) = entries.iter().find(|p| p.to_string_lossy().ends_with(".tar.gz")) else {
+        bail!("--test-tflm {}: no TFLM tree, tflite-micro-* checkout or tflite-micro-*.tar.gz there", given.display());
+    };
+    let name = archive.file_name().and_then(|n| n.to_str()).unwrap().trim_end_matches(".tar.gz").to_owned();
+    let dir = root.join("target/tflm");
+    let tree = dir.join(&name);
+    if !tree.is_dir() {
+        eprintln!("== ci: unpacking {} into {}", archive.display(), dir.display());
+        let scratch = dir.join(".partial");
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+        let status = Command::new("tar").arg("-xzf").arg(archive).arg("-C").arg(&scratch).status();
+        if !status.context("cannot run tar")?.success() {
+            bail!("tar could not unpack {}", archive.display());
+        }
+        std::fs::rename(scratch.join(&name), &tree)
+            .with_context(|| format!("{} does not unpack to {name}/", archive.display()))?;
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    Ok(tree)
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

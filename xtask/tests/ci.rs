@@ -41,7 +41,10 @@ fn hosted_ci_runs_what_ci_run_runs() {
     let script = std::fs::read_to_string(root().join(".ci/run")).unwrap();
     assert!(hosted.contains("run: bash .ci/run"), "the hosted workflow must run .ci/run");
     let commands: Vec<&str> = script.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
-    assert_eq!(commands, ["set -euo pipefail", "cd \"$(dirname \"$0\")/..\"", "cargo xtask ci"]);
+    assert_eq!(
+        commands,
+        ["set -euo pipefail", "cd \"$(dirname \"$0\")/..\"", "cargo xtask ci --test-tflm ../shared/tflm"]
+    );
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     assert!(readme.contains("cargo xtask ci "), "the README's test command is what CI runs");
 }
