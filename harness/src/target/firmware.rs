@@ -161,16 +161,17 @@ fn tflm_identity(runtime: &Runtime) -> Option<String> {
     runtime.dir().map(|_| runtime.identity.clone())
 }
 
-/// The name of a model's configuration directory and image: the model's,
-/// tagged with the TFLM unless it is the bundled one, so that images of one
-/// model on two runtimes never replace each other.
-fn image_name(model: &str, runtime: &Runtime) -> String {
+/// The name of a build product for `runtime`: `name` itself for the bundled
+/// TFLM, else tagged with the TFLM's identity, so that the configuration,
+/// target directory and image of one model on two runtimes never replace or
+/// wait for each other.
+fn for_runtime(name: &str, runtime: &Runtime) -> String {
     match runtime.dir() {
-        None => model.to_owned(),
+        None => name.to_owned(),
         Some(_) => {
             let tag: String =
                 runtime.identity.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-            format!("{model}@{tag}")
+            format!("{name}@{tag}")
         }
     }
 }
@@ -265,7 +266,7 @@ pub fn build(
 ) -> Result<Firmware, BuildError> {
     let name = &model.spec.name;
     let board_dir = ws.firmware_dir(&board.name);
-    let config_dir = board_dir.join("config").join(image_name(name, runtime));
+    let config_dir = board_dir.join("config").join(for_runtime(name, runtime));
     let io = |what: &str| {
         let what = what.to_owned();
         let board = board.name.clone();
@@ -274,9 +275,13 @@ pub fn build(
     fs::create_dir_all(&config_dir).map_err(io("cannot create the build directory"))?;
     let model_bytes = write_config(&config_dir, board, model, runtime)?;
 
-    // One build at a time per board: the target directory holds one model's
-    // image at a time between the build and the copy below.
-    let lock = File::create(board_dir.join(".build-lock")).map_err(io("cannot create the build lock"))?;
+    // One build at a time per board and runtime: the target directory holds
+    // one model's image at a time between the build and the copy below. (A
+    // first build on a new TFLM compiles its library for minutes; builds on
+    // other runtimes do not wait for it.)
+    let cargo_dir = board_dir.join(for_runtime("cargo", runtime));
+    let lock = File::create(board_dir.join(for_runtime(".build-lock", runtime)))
+        .map_err(io("cannot create the build lock"))?;
     lock.lock().map_err(io("cannot take the build lock"))?;
 
     // `cargo build` skips the TFLM source archive (a dependency for no
@@ -293,7 +298,6 @@ pub fn build(
         }
     }
 
-    let cargo_dir = board_dir.join("cargo");
     let mut command = cargo();
     command
         .args(["build", "--release", "--package", "hilmem-firmware", "--target", &board.target])
@@ -326,7 +330,7 @@ pub fn build(
 
 /// Where the build of `model` for `board` on `runtime` leaves its image.
 pub fn elf_path(ws: &Workspace, board: &Board, model: &str, runtime: &Runtime, variant: Variant) -> PathBuf {
-    let name = image_name(model, runtime);
+    let name = for_runtime(model, runtime);
     ws.firmware_dir(&board.name).join("elf").join(format!("{name}{}.elf", variant.suffix()))
 }
 
