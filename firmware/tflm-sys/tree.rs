@@ -65,7 +65,10 @@ impl Tree {
     pub fn at(root: &Path) -> Result<Tree, String> {
         let micro = root.join("tensorflow/lite/micro");
         if !micro.join("micro_interpreter.h").is_file() {
-            return Err(format!("{} is not a TFLM tree: it has no tensorflow/lite/micro/micro_interpreter.h", root.display()));
+            return Err(format!(
+                "{} is not a TFLM tree: it does not hold tensorflow/lite/micro/micro_interpreter.h",
+                root.display()
+            ));
         }
         let generation = if micro.join("kernels/all_ops_resolver.h").is_file() {
             Generation::Tfmicro2020
@@ -115,19 +118,29 @@ impl Tree {
 
     /// The library's sources: the interpreter and its support (`core`), and
     /// the kernels, which TFLM's own build compiles for speed. The
-    /// platform's `debug_log.cc` is left out: the shim is the platform.
+    /// platform's `debug_log.cc` is left out (the shim is the platform), and
+    /// so are the helpers of TFLM's own tests that its Makefile lists with
+    /// the library.
     pub fn sources(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         let mut sources = match self.generation {
             Generation::Tfmicro2020 => sources_2020(&self.root),
             Generation::Current => sources_current(&self.root),
         };
+        let left_out = |p: &PathBuf| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            p.ends_with("tensorflow/lite/micro/debug_log.cc") || TEST_HELPERS.contains(&name)
+        };
         for list in [&mut sources.0, &mut sources.1] {
-            list.retain(|p| !p.ends_with("tensorflow/lite/micro/debug_log.cc"));
+            list.retain(|p| !left_out(p));
             list.sort();
         }
         sources
     }
 }
+
+/// Support for TFLM's own tests, which its Makefile lists with the library.
+const TEST_HELPERS: [&str; 5] =
+    ["test_helpers.cc", "test_helper_custom_ops.cc", "fake_micro_context.cc", "mock_micro_graph.cc", "kernel_runner.cc"];
 
 /// `.cc` and `.c` files directly in `dir`.
 fn sources_in(dir: &Path) -> Vec<PathBuf> {
@@ -144,7 +157,7 @@ fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let lite = root.join("tensorflow/lite");
     let kept = |p: &PathBuf| {
         let name = p.file_name().unwrap().to_str().unwrap();
-        p.extension().is_some_and(|e| e == "cc") && !name.ends_with("_test.cc") && name != "test_helpers.cc"
+        p.extension().is_some_and(|e| e == "cc") && !name.ends_with("_test.cc")
     };
     let mut core: Vec<PathBuf> =
         ["micro", "micro/memory_planner"].iter().flat_map(|d| sources_in(&lite.join(d))).filter(kept).collect();
@@ -229,6 +242,19 @@ pub fn tflm_tree() -> Tree {
 
 /// The tfmicro 0.1.0 archive cargo unpacked with the firmware's dependencies.
 pub fn bundled_tree() -> Tree {
+    let root = bundled_root().unwrap_or_else(|registry| {
+        panic!(
+            "the TFLM source archive tfmicro-0.1.0 is not unpacked under {}; \
+             run `cargo fetch --manifest-path firmware/Cargo.toml` or set HILMEM_TFLM_DIR",
+            registry.display()
+        )
+    });
+    Tree::at(&root).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Where cargo unpacked the tfmicro 0.1.0 archive's TFLM tree; the registry
+/// directory searched when it has not.
+pub fn bundled_root() -> Result<PathBuf, PathBuf> {
     let cargo_home = env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
@@ -240,12 +266,5 @@ pub fn bundled_tree() -> Tree {
             .map(|e| e.path().join("tfmicro-0.1.0/submodules/tensorflow"))
             .find(|p| p.join("tensorflow/lite/micro/micro_interpreter.h").exists())
     });
-    let root = found.unwrap_or_else(|| {
-        panic!(
-            "the TFLM source archive tfmicro-0.1.0 is not unpacked under {}; \
-             run `cargo fetch --manifest-path firmware/Cargo.toml` or set HILMEM_TFLM_DIR",
-            registry.display()
-        )
-    });
-    Tree::at(&root).unwrap_or_else(|e| panic!("{e}"))
+    found.ok_or(registry)
 }

@@ -86,6 +86,10 @@ impl Runtime {
             return Err(format!("{} is not a directory", path.display()));
         }
         let root = path.canonicalize().map_err(|e| format!("{}: {e}", path.display()))?;
+        // The bundled archive named by its path is still the bundled TFLM.
+        if tree::bundled_root().ok().and_then(|r| r.canonicalize().ok()).as_ref() == Some(&root) {
+            return Ok(Runtime::bundled());
+        }
         let tree = Tree::at(&root)?;
         let identity = match gitrepo::checkout_head(&root) {
             Some((commit, modified)) => {
