@@ -369,10 +369,6 @@ impl ModelSpec {
         let (update_bytes, update) = read_tflite(&self.ota.model, &self.ota.file)?;
         Ok(Model { spec: self.clone(), bytes, parsed, update: Update { bytes: update_bytes, parsed: update } })
     }
-
-    fn not_tflite(&self, e: tflite::ReadError) -> ModelsError {
-        not_tflite(&self.name, &self.file, e)
-    }
 }
 
 fn read_tflite(model: &str, path: &Path) -> Result<(Vec<u8>, tflite::Model), ModelsError> {
@@ -396,7 +392,8 @@ impl Model {
         match self.spec.arena {
             Arena::Bytes(bytes) => Ok(bytes),
             Arena::Auto => {
-                let analysis = Analysis::of(&self.spec.name, &self.parsed).map_err(|e| self.spec.not_tflite(e))?;
+                let analysis = Analysis::of(&self.spec.name, &self.parsed)
+                    .map_err(|e| not_tflite(&self.spec.name, &self.spec.file, e))?;
                 let fit = fit::fit(&analysis, board)
                     .map_err(|source| ModelsError::Auto { model: self.spec.name.clone(), source })?;
                 Ok(fit.suggested_arena_bytes as u32)

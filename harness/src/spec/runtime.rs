@@ -21,7 +21,7 @@ mod tree {
     include!("../../../firmware/tflm-sys/tree.rs");
 }
 
-pub use tree::{bundled_tree, Flags, Generation, Tree};
+pub use tree::{bundled_tree, Generation, Tree};
 
 /// What a run's records say for the bundled archive.
 pub const BUNDLED: &str = "tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)";
