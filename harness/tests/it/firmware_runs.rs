@@ -5,7 +5,9 @@
 use harness::run;
 use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
 use harness::spec::board::Layout;
-use harness::target::runner::Run;
+use harness::target::runner::{self, Ending, Next, Run, RunOptions};
+use harness::target::session::Session;
+use hilmem_protocol::Frame;
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::support::*;
@@ -118,6 +120,39 @@ fn the_pty_transport_gives_the_same_record_as_stdio() {
     let (through_pty, run) = measure(&pty, "hello_world", SINGLE_FRAME);
     assert_eq!(through_pty, through_stdio);
     assert!(run.session.log.iter().any(|l| l.starts_with("Total buffer usage")));
+}
+
+/// A harness slow to read must not lose the end of a run: the command goes out
+/// at once, nothing is read until QEMU has exited, and then the whole run,
+/// to its `Done`, is still there to read.
+#[test]
+fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
+    let mut board = default_board();
+    board.transport = harness::spec::board::Transport::Pty;
+    let model = model("hello_world");
+    let (firmware, _) = build(&board, &model);
+    let mut target = runner::start(&board, &firmware.elf, &RunOptions::default()).unwrap();
+    let mut command = Vec::new();
+    Frame::Run { scenario: SINGLE_FRAME, frames: 1 }.write_line(|b| command.extend_from_slice(b)).unwrap();
+    command.push(b'\n');
+    target.send(&command).unwrap();
+    let started = std::time::Instant::now();
+    let ending = loop {
+        if let Some(ending) = target.ended().unwrap() {
+            break ending;
+        }
+        assert!(started.elapsed() < TIMEOUT, "QEMU did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut session = Session::default();
+    while let Next::Line(line) = target.next(std::time::Duration::ZERO).unwrap() {
+        session.feed(&line);
+    }
+    target.stop();
+    assert_eq!(ending, Ending::Exited(0));
+    assert!(session.corrupt.is_empty(), "{:?}", session.corrupt);
+    assert!(session.hello.is_some() && session.done == Some(true), "{:#?}", session.log);
+    assert!(session.metrics.contains_key(metric::ARENA_USED_BYTES));
 }
 
 #[test]

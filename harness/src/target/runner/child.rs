@@ -79,7 +79,7 @@ impl Drop for Process {
 }
 
 /// Lines read from `stream` on a thread of their own, so reads can time out.
-pub fn line_reader(stream: impl Read + Send + 'static) -> Receiver<String> {
+fn line_reader(stream: impl Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     let mut stream = BufReader::new(stream);
     std::thread::spawn(move || loop {

@@ -1,98 +1,68 @@
 //! QEMU with its UART on a pseudo-terminal, read through the serial port
 //! driver, as a real board's UART would be.
 //!
-//! Bytes the guest writes while nobody has the pty open are lost, so QEMU
-//! starts paused (`-S`); the harness opens the pty QEMU reports on its monitor,
-//! then lets the guest run with the monitor's `cont`.
+//! The harness makes the pty pair and hands QEMU the terminal side; it keeps
+//! the master side for the whole run, and the terminal side open as well.
+//! Holding the master from before QEMU starts means nothing the guest writes
+//! early is lost. Holding it after QEMU exits matters as much: when the side
+//! that wrote closes, Linux keeps unread bytes for the master's reader but
+//! discards them for a terminal-side reader, so a harness that read QEMU's
+//! own pty could lose the end of a run it was slow to read. With the terminal
+//! side also held, the master never hangs up: the output is over when QEMU
+//! has ended and nothing is left to read.
 
 use std::io::{Read, Write};
-use std::process::{ChildStdin, Command};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use serialport::SerialPort;
+use serialport::{SerialPort, TTYPort};
 
-use super::child::{line_reader, Process};
+use super::child::Process;
 use super::lines::LineBuffer;
 use super::{Ending, Next, RunnerError, Target, QEMU, QEMU_HINT};
 
-/// How long QEMU may take to report its pty.
-const PTY_WAIT: Duration = Duration::from_secs(10);
-const BAUD: u32 = 115_200;
-
 pub struct QemuPty {
     process: Process,
-    monitor: Option<ChildStdin>,
-    port: Box<dyn SerialPort>,
+    master: TTYPort,
+    /// The terminal side QEMU opened too; held so the master never hangs up.
+    _terminal: TTYPort,
     lines: LineBuffer,
-    closed: bool,
 }
 
 impl QemuPty {
     pub fn start(args: &[String]) -> Result<QemuPty, RunnerError> {
+        let (master, terminal) =
+            TTYPort::pair().map_err(|e| RunnerError::Pty(format!("cannot make a pseudo-terminal pair: {e}")))?;
+        let path = terminal.name().ok_or_else(|| RunnerError::Pty("the pseudo-terminal has no path".into()))?;
         let mut command = Command::new(QEMU);
-        command.args(args).args(["-serial", "pty", "-monitor", "stdio", "-S"]);
-        let mut process = Process::spawn(command, QEMU, QEMU_HINT)?;
-
-        // The monitor's output: find the pty among it, and keep draining it.
-        let monitor_output = line_reader(process.stdout().unwrap());
-        let (tx, pty_path) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in monitor_output {
-                if let Some(rest) = line.split("char device redirected to ").nth(1) {
-                    let _ = tx.send(rest.split_whitespace().next().unwrap_or_default().to_owned());
-                }
-            }
-        });
-        let path = pty_path
-            .recv_timeout(PTY_WAIT)
-            .map_err(|_| RunnerError::Pty(format!("{QEMU} did not report its pty within {PTY_WAIT:?}")))?;
-        let port = serialport::new(&path, BAUD)
-            .timeout(Duration::from_millis(10))
-            .open()
-            .map_err(|e| RunnerError::Pty(format!("cannot open QEMU's pty {path}: {e}")))?;
-        let mut target =
-            QemuPty { monitor: process.stdin(), process, port, lines: LineBuffer::default(), closed: false };
-        target.monitor_command("cont")?;
-        Ok(target)
-    }
-
-    fn monitor_command(&mut self, command: &str) -> Result<(), RunnerError> {
-        let monitor = self.monitor.as_mut().expect("monitor is open until stop");
-        writeln!(monitor, "{command}")
-            .and_then(|()| monitor.flush())
-            .map_err(|source| RunnerError::Io { what: format!("cannot send `{command}` to QEMU's monitor"), source })
+        command.args(args).args(["-monitor", "none", "-serial", &path]);
+        let process = Process::spawn(command, QEMU, QEMU_HINT)?;
+        Ok(QemuPty { process, master, _terminal: terminal, lines: LineBuffer::default() })
     }
 }
 
 impl Target for QemuPty {
     fn next(&mut self, wait: Duration) -> Result<Next, RunnerError> {
-        if let Some(line) = self.lines.pop() {
-            return Ok(Next::Line(line));
-        }
-        if self.closed {
-            return Ok(self.lines.rest().map_or(Next::Closed, Next::Line));
-        }
+        let deadline = Instant::now() + wait;
         let mut buf = [0u8; 512];
-        self.port.set_timeout(wait.max(Duration::from_millis(1))).map_err(|e| RunnerError::Pty(e.to_string()))?;
-        match self.port.read(&mut buf) {
-            Ok(0) => self.closed = true,
-            Ok(n) => self.lines.push(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-            // The other end is gone: QEMU exited.
-            Err(_) => self.closed = true,
-        }
-        match self.lines.pop() {
-            Some(line) => Ok(Next::Line(line)),
-            None if self.closed => Ok(self.lines.rest().map_or(Next::Closed, Next::Line)),
-            None => Ok(Next::Idle),
+        loop {
+            if let Some(line) = self.lines.pop() {
+                return Ok(Next::Line(line));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.master.set_timeout(left.max(Duration::from_millis(1))).map_err(|e| RunnerError::Pty(e.to_string()))?;
+            match self.master.read(&mut buf) {
+                Ok(n) => self.lines.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Ok(Next::Idle),
+                Err(source) => return Err(RunnerError::Io { what: "cannot read QEMU's pty".into(), source }),
+            }
         }
     }
 
     fn send(&mut self, bytes: &[u8]) -> Result<(), RunnerError> {
-        self.port
+        self.master
             .write_all(bytes)
-            .and_then(|()| self.port.flush())
+            .and_then(|()| self.master.flush())
             .map_err(|source| RunnerError::Io { what: "cannot write to QEMU's pty".into(), source })
     }
 
@@ -101,7 +71,6 @@ impl Target for QemuPty {
     }
 
     fn stop(&mut self) {
-        self.monitor = None;
         self.process.stop();
     }
 
