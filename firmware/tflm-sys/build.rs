@@ -6,12 +6,16 @@
 //! or a directory laid out like that archive's `submodules/tensorflow`. What is
 //! compiled and with which flags depends on the tree's generation (`tree.rs`).
 //!
-//! The shim includes `hilmem_ops.h` from the harness's build configuration: the
-//! op resolver with exactly the model's operators.
+//! The harness's build configuration (`HILMEM_BUILD_CONFIG`) holds
+//! `hilmem_ops.h`, the op resolver with exactly the model's operators, which
+//! the shim includes, and `hilmem_kernels.txt`, the registrations of those
+//! operators' kernels: of TFLM's kernels only those are compiled.
 //!
-//! The compiled library depends only on the tree, the compiler and the flags, so
-//! when `HILMEM_TFLM_CACHE` names a directory it is kept there under a key of those
-//! inputs and shared by every firmware build that uses the same toolchain.
+//! Each compiled object depends only on its source, the tree's headers, the
+//! compiler and the flags, so when `HILMEM_TFLM_CACHE` names a directory the
+//! objects are kept there under a key of those inputs and shared by every
+//! firmware build that uses the same toolchain; a build compiles only the
+//! objects no earlier build left there, and archives its own `libtflm.a`.
 
 use std::collections::hash_map::DefaultHasher;
 use std::env;
@@ -33,47 +37,44 @@ fn main() {
     let flags = tree.flags();
     let includes = tree.include_dirs();
     let bare_metal = env::var("CARGO_CFG_TARGET_OS").unwrap() == "none";
-    let (core, kernels) = tree.sources();
-
-    let mut key = DefaultHasher::new();
-    env::var("TARGET").unwrap().hash(&mut key);
-    env::var("OPT_LEVEL").unwrap().hash(&mut key);
-    (tree.generation, flags.cxx, flags.common, flags.defines).hash(&mut key);
-    for file in core.iter().chain(&kernels) {
-        file.hash(&mut key);
-        let meta = fs::metadata(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-        (meta.len(), meta.modified().ok()).hash(&mut key);
-    }
-    let compiler = configured(cc::Build::new(), &tree, &includes).get_compiler();
-    compiler.path().hash(&mut key);
-    compiler.args().hash(&mut key);
-    let key = format!("tflm-{:016x}", key.finish());
-
-    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let lib_dir = match env::var_os("HILMEM_TFLM_CACHE") {
-        Some(cache) => PathBuf::from(cache).join(&key),
-        None => out_dir.join(&key),
-    };
-    if !lib_dir.join("libtflm.a").exists() {
-        compile_tflm(&tree, &includes, &core, &kernels, &lib_dir);
-    }
-    println!("cargo:rustc-link-search=native={}", lib_dir.display());
-    println!("cargo:rustc-link-lib=static=tflm");
-    if lib_dir.join("libtflm_c.a").exists() {
-        println!("cargo:rustc-link-lib=static=tflm_c");
-    }
-
-    // The shim, with the op resolver the harness generated for the model.
     let config = env::var_os("HILMEM_BUILD_CONFIG")
         .map(PathBuf::from)
         .unwrap_or_else(|| panic!("HILMEM_BUILD_CONFIG is not set: the harness generates the op resolver per model"));
-    let ops = config.join("hilmem_ops.h");
-    println!("cargo:rerun-if-changed={}", ops.display());
-    if !ops.is_file() {
-        panic!("{} is missing: the harness writes it with the model's operators", ops.display());
-    }
+    let generated = |name: &str| -> PathBuf {
+        let path = config.join(name);
+        println!("cargo:rerun-if-changed={}", path.display());
+        if !path.is_file() {
+            panic!("{} is missing: the harness writes it with the model's operators", path.display());
+        }
+        path
+    };
+    let ops = generated("hilmem_ops.h");
+    let registrations: Vec<String> =
+        fs::read_to_string(generated("hilmem_kernels.txt")).unwrap().lines().map(str::to_owned).collect();
+
+    let (core, kernels) = tree.sources();
+    let kernels = needed_kernels(&kernels, &registrations).unwrap_or_else(|e| panic!("{e}"));
+    let compiler = configured(cc::Build::new(), &tree, &includes).get_compiler();
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let objects_dir = env::var_os("HILMEM_TFLM_CACHE")
+        .map_or_else(|| out_dir.clone(), PathBuf::from)
+        .join(format!("tflm-{:016x}", toolchain_key(&tree, &compiler)));
+    let objects = compile_tflm(&tree, &includes, &core, &kernels, &objects_dir);
+    let archive = out_dir.join("libtflm.a");
+    let _ = fs::remove_file(&archive);
+    let status = configured(cc::Build::new(), &tree, &includes)
+        .get_archiver()
+        .arg("crs")
+        .arg(&archive)
+        .args(&objects)
+        .status()
+        .expect("cannot run the archiver");
+    assert!(status.success(), "the archiver failed on {}", archive.display());
+    println!("cargo:rustc-link-search=native={}", out_dir.display());
+    println!("cargo:rustc-link-lib=static=tflm");
+
     let mut shim = configured(cc::Build::new(), &tree, &includes);
-    shim.cpp(true).file("shim/shim.cc").include(&config);
+    shim.cpp(true).file("shim/shim.cc").include(ops.parent().unwrap());
     for flag in flags.cxx {
         shim.flag(flag);
     }
@@ -90,6 +91,28 @@ fn main() {
     } else {
         println!("cargo:rustc-link-lib=stdc++");
     }
+}
+
+/// What every object compiled from `tree` depends on besides its own
+/// source: the target, the compiler and its flags, and the tree's headers.
+fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> u64 {
+    let mut key = DefaultHasher::new();
+    env::var("TARGET").unwrap().hash(&mut key);
+    env::var("OPT_LEVEL").unwrap().hash(&mut key);
+    let flags = tree.flags();
+    (tree.generation, flags.cxx, flags.common, flags.defines).hash(&mut key);
+    compiler.path().hash(&mut key);
+    compiler.args().hash(&mut key);
+    for header in tree.headers() {
+        file_stamp(&header).hash(&mut key);
+    }
+    key.finish()
+}
+
+/// A file's path, length and modification time.
+fn file_stamp(file: &Path) -> (PathBuf, u64, Option<std::time::SystemTime>) {
+    let meta = fs::metadata(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    (file.to_owned(), meta.len(), meta.modified().ok())
 }
 
 /// A build with the tree's includes, flags and defines.
@@ -110,56 +133,54 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
     build
 }
 
-/// Builds `libtflm.a` (the C++ sources, in path order; kernels at `-O2` on a
-/// current tree, as TFLM's own build compiles them) and `libtflm_c.a` (C
-/// sources, if any) in a scratch directory and renames it into place, so a
-/// cache entry is either complete or absent.
-fn compile_tflm(tree: &Tree, includes: &[PathBuf], core: &[PathBuf], kernels: &[PathBuf], lib_dir: &Path) {
-    let parent = lib_dir.parent().unwrap();
-    fs::create_dir_all(parent).unwrap();
-    let scratch =
-        parent.join(format!("{}.partial-{}", lib_dir.file_name().unwrap().to_str().unwrap(), std::process::id()));
-    let _ = fs::remove_dir_all(&scratch);
-
+/// The objects of `core` and `kernels` in `objects_dir`, in source path
+/// order: compiled here if missing (kernels at `-O2` on a current tree, as
+/// TFLM's own build compiles them), each in a scratch directory and renamed
+/// into place, so an object in the cache is complete or absent.
+fn compile_tflm(
+    tree: &Tree,
+    includes: &[PathBuf],
+    core: &[PathBuf],
+    kernels: &[PathBuf],
+    objects_dir: &Path,
+) -> Vec<PathBuf> {
+    fs::create_dir_all(objects_dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
+    let object = |source: &PathBuf| -> PathBuf {
+        let mut key = DefaultHasher::new();
+        file_stamp(source).hash(&mut key);
+        let stem = source.file_stem().unwrap().to_str().unwrap();
+        objects_dir.join(format!("{stem}-{:016x}.o", key.finish()))
+    };
+    let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
     let is_c = |p: &&PathBuf| p.extension().is_some_and(|e| e == "c");
-    let c_sources: Vec<&PathBuf> = core.iter().filter(is_c).collect();
-    if !c_sources.is_empty() {
-        let mut c = configured(cc::Build::new(), tree, includes);
-        c.files(c_sources).out_dir(&scratch).cargo_metadata(false);
-        c.compile("tflm_c");
-    }
-
     let kernel_opt = (tree.generation == Generation::Current).then_some(2);
-    let mut objects: Vec<(PathBuf, PathBuf)> = Vec::new();
-    for (sources, opt) in [(core, None), (kernels, kernel_opt)] {
-        let sources: Vec<&PathBuf> = sources.iter().filter(|p| !is_c(p)).collect();
-        let mut cxx = configured(cc::Build::new(), tree, includes);
-        cxx.cpp(true).files(&sources).out_dir(scratch.join("obj")).cargo_metadata(false);
+    let mut parts: [(Vec<&PathBuf>, bool, Option<u32>); 3] =
+        [(Vec::new(), false, None), (Vec::new(), true, None), (Vec::new(), true, kernel_opt)];
+    for (i, sources) in [core, kernels].into_iter().enumerate() {
+        for source in sources.iter().filter(|s| !object(s).exists()) {
+            parts[if is_c(&source) { 0 } else { i + 1 }].0.push(source);
+        }
+    }
+    for (sources, cpp, opt) in parts.into_iter().filter(|(s, _, _)| !s.is_empty()) {
+        let mut build = configured(cc::Build::new(), tree, includes);
+        build.cpp(cpp).files(&sources).out_dir(&scratch).cargo_metadata(false);
         if let Some(level) = opt {
-            cxx.opt_level(level);
+            build.opt_level(level);
         }
-        for flag in tree.flags().cxx {
-            cxx.flag(flag);
+        if cpp {
+            for flag in tree.flags().cxx {
+                build.flag(flag);
+            }
         }
-        objects.extend(sources.into_iter().cloned().zip(cxx.compile_intermediates()));
+        for (source, compiled) in sources.iter().zip(build.compile_intermediates()) {
+            fs::rename(&compiled, object(source))
+                .unwrap_or_else(|e| panic!("cannot store {} in {}: {e}", compiled.display(), objects_dir.display()));
+        }
     }
-    objects.sort();
-    let archive = scratch.join("libtflm.a");
-    let status = configured(cc::Build::new(), tree, includes)
-        .get_archiver()
-        .arg("crs")
-        .arg(&archive)
-        .args(objects.iter().map(|(_, object)| object))
-        .status()
-        .expect("cannot run the archiver");
-    assert!(status.success(), "the archiver failed on {}", archive.display());
-    fs::remove_dir_all(scratch.join("obj")).unwrap();
-
-    if fs::rename(&scratch, lib_dir).is_err() {
-        // Another build finished the same entry first; theirs is as good as ours.
-        assert!(lib_dir.join("libtflm.a").exists(), "cannot store {}", lib_dir.display());
-        let _ = fs::remove_dir_all(&scratch);
-    }
+    let _ = fs::remove_dir_all(&scratch);
+    let mut sources: Vec<&PathBuf> = core.iter().chain(kernels).collect();
+    sources.sort();
+    sources.into_iter().map(object).collect()
 }
 
 /// Newlib's libm and libc_nano and libgcc, from the multilib directory that

@@ -116,6 +116,16 @@ impl Tree {
         dirs
     }
 
+    /// Every header of the tree and of its third-party libraries.
+    pub fn headers(&self) -> Vec<PathBuf> {
+        let tensorflow = self.root.join("tensorflow");
+        let mut headers = walk(&tensorflow, &["h", "hpp"]);
+        if !self.third_party.starts_with(&tensorflow) {
+            headers.extend(walk(&self.third_party, &["h", "hpp"]));
+        }
+        headers
+    }
+
     /// The library's sources: the interpreter and its support (`core`), and
     /// the kernels, which TFLM's own build compiles for speed. The
     /// platform's `debug_log.cc` is left out (the shim is the platform), and
@@ -138,6 +148,47 @@ impl Tree {
     }
 }
 
+/// The kernel sources an image needs: those that define one of
+/// `registrations` (`Register_CONV_2D`, ...), and every kernel source that
+/// defines none (the helpers the kernels share). TFLM's archive would leave
+/// the other kernels out of the link anyway; not compiling them is what
+/// keeps a build on a new tree short. A registration no kernel defines is an
+/// error.
+pub fn needed_kernels(kernels: &[PathBuf], registrations: &[String]) -> Result<Vec<PathBuf>, String> {
+    let mut defined: Vec<String> = Vec::new();
+    let mut needed = Vec::new();
+    for file in kernels {
+        let text = fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let defines = registrations_defined(&text);
+        if defines.is_empty() || defines.iter().any(|r| registrations.contains(r)) {
+            needed.push(file.clone());
+        }
+        defined.extend(defines);
+    }
+    let missing: Vec<&str> = registrations.iter().filter(|r| !defined.contains(r)).map(String::as_str).collect();
+    if !missing.is_empty() {
+        return Err(format!("no kernel source of the TFLM tree defines {}", missing.join(", ")));
+    }
+    Ok(needed)
+}
+
+/// The `Register_X` functions a source file defines (`Register_X() {`).
+fn registrations_defined(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("Register_") {
+        let rest = &text[at..];
+        let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let after = rest[name_len..].trim_start();
+        let Some(after) = after.strip_prefix('(') else { continue };
+        let Some(after) = after.trim_start().strip_prefix(')') else { continue };
+        let name = &rest[..name_len];
+        if after.trim_start().starts_with('{') && !found.iter().any(|f| f == name) {
+            found.push(name.to_owned());
+        }
+    }
+    found
+}
+
 /// Support for TFLM's own tests, which its Makefile lists with the library.
 const TEST_HELPERS: [&str; 5] =
     ["test_helpers.cc", "test_helper_custom_ops.cc", "fake_micro_context.cc", "mock_micro_graph.cc", "kernel_runner.cc"];
@@ -147,10 +198,16 @@ fn sources_in(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cc" || e == "c"))
+        .filter(|p| has_extension(p, SOURCES))
         .collect();
     files.sort();
     files
+}
+
+const SOURCES: &[&str] = &["cc", "c"];
+
+fn has_extension(path: &Path, extensions: &[&str]) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| extensions.contains(&e))
 }
 
 fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -194,7 +251,7 @@ fn sources_current(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         }
         files
     };
-    let tflite: Vec<PathBuf> = walk(&root.join("tensorflow"))
+    let tflite: Vec<PathBuf> = walk(&root.join("tensorflow"), SOURCES)
         .into_iter()
         .filter(|p| !p.starts_with(root.join("tensorflow/lite/experimental")) && !p.starts_with(&micro))
         .filter(|p| !p.ends_with("tensorflow/lite/array.cc"))
@@ -211,7 +268,7 @@ fn sources_current(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             (core, block(&text, "MICROLITE_CC_KERNEL_SRCS"))
         }
         None => {
-            let all: Vec<PathBuf> = walk(&micro).into_iter().filter(|p| !p.to_str().unwrap().ends_with("_test.cc")).collect();
+            let all: Vec<PathBuf> = walk(&micro, SOURCES).into_iter().filter(|p| !p.to_str().unwrap().ends_with("_test.cc")).collect();
             let (kernels, mut core): (Vec<PathBuf>, Vec<PathBuf>) =
                 all.into_iter().partition(|p| p.starts_with(micro.join("kernels")));
             core.extend(tflite);
@@ -220,15 +277,18 @@ fn sources_current(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
 }
 
-/// Every `.cc` and `.c` file below `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = sources_in(dir);
-    for entry in fs::read_dir(dir).unwrap() {
+/// Every file below `dir` with one of `extensions`, in path order.
+fn walk(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            found.extend(walk(&path));
+            found.extend(walk(&path, extensions));
+        } else if has_extension(&path, extensions) {
+            found.push(path);
         }
     }
+    found.sort();
     found
 }
 

@@ -8,15 +8,23 @@ use std::path::Path;
 
 use crate::model::{tflite, tflm_ops};
 
-/// The builtin operators a TFLM registers: by operator code, the versions
-/// it accepts (None: any), and how a generated resolver adds each.
+/// The builtin operators a TFLM registers, by operator code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Operators {
-    /// Operator code to (name, versions).
-    pub by_code: BTreeMap<i32, (String, Option<(i32, i32)>)>,
-    /// A current TFLM's `MicroMutableOpResolver` method for each operator;
-    /// None for 2020's, whose resolver adds a registration per version.
-    pub methods: Option<BTreeMap<String, String>>,
+    pub by_code: BTreeMap<i32, Operator>,
+}
+
+/// One builtin operator a TFLM registers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operator {
+    pub name: String,
+    /// The versions it accepts; None: any.
+    pub versions: Option<(i32, i32)>,
+    /// The current `MicroMutableOpResolver` method that adds it; None for
+    /// 2020's resolver, which adds a registration per version.
+    pub method: Option<String>,
+    /// The function its kernel defines to register it (`Register_CONV_2D`).
+    pub kernel: String,
 }
 
 impl Operators {
@@ -24,35 +32,44 @@ impl Operators {
     pub fn bundled() -> Operators {
         let by_code = tflm_ops::REGISTERED
             .iter()
-            .map(|&(code, lo, hi)| (code, (tflite::builtin_name(code), Some((lo, hi)))))
+            .map(|&(code, lo, hi)| {
+                let name = tflite::builtin_name(code);
+                let kernel = format!("Register_{name}");
+                (code, Operator { name, versions: Some((lo, hi)), method: None, kernel })
+            })
             .collect();
-        Operators { by_code, methods: None }
+        Operators { by_code }
     }
 
     /// A current TFLM tree's `MicroMutableOpResolver`: each `AddX` method
-    /// that adds a builtin, and the builtin codes of the tree's schema.
+    /// that adds a builtin, the kernel registration it adds, and the builtin
+    /// codes of the tree's schema.
     pub fn of_tree(root: &Path) -> Result<Operators, String> {
         let header = root.join("tensorflow/lite/micro/micro_mutable_op_resolver.h");
         let text = std::fs::read_to_string(&header).map_err(|e| format!("{}: {e}", header.display()))?;
         let codes = schema_codes(root)?;
+        let identifier =
+            |text: &str| -> String { text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
         let mut by_code = BTreeMap::new();
-        let mut methods = BTreeMap::new();
         for method in text.split("TfLiteStatus Add").skip(1) {
-            let name: String = method.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let name = identifier(method);
             let body = method.split("TfLiteStatus ").next().unwrap_or_default();
-            let Some(op) = body.split("AddBuiltin(BuiltinOperator_").nth(1) else { continue };
-            let op: String = op.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let Some(op) = body.split("AddBuiltin(BuiltinOperator_").nth(1).map(identifier) else { continue };
             if name.is_empty() || name == "Builtin" {
                 continue;
             }
             let code = *codes.get(&op).ok_or_else(|| format!("{}: no operator code for {op}", header.display()))?;
-            by_code.insert(code, (op.clone(), None));
-            methods.insert(op, format!("Add{name}"));
+            let kernel = body
+                .split("Register_")
+                .nth(1)
+                .map(|rest| format!("Register_{}", identifier(rest)))
+                .ok_or_else(|| format!("{}: Add{name} names no `Register_` function", header.display()))?;
+            by_code.insert(code, Operator { name: op, versions: None, method: Some(format!("Add{name}")), kernel });
         }
-        if methods.is_empty() {
+        if by_code.is_empty() {
             return Err(format!("{}: no `AddX` methods that add a builtin operator", header.display()));
         }
-        Ok(Operators { by_code, methods: Some(methods) })
+        Ok(Operators { by_code })
     }
 
     /// The model's operators this runtime does not register, as `NAME vN`
@@ -63,10 +80,10 @@ impl Operators {
             let entry = self.by_code.get(&op.builtin);
             let version = op.version;
             let known = op.custom.is_none()
-                && entry.is_some_and(|(_, v)| v.is_none_or(|(lo, hi)| (lo..=hi).contains(&version)));
+                && entry.is_some_and(|o| o.versions.is_none_or(|(lo, hi)| (lo..=hi).contains(&version)));
             let text = match (&op.custom, entry) {
                 (Some(custom), _) => format!("custom op `{custom}`"),
-                (None, Some((name, _))) => format!("{name} v{version}"),
+                (None, Some(o)) => format!("{} v{version}", o.name),
                 (None, None) => format!("{} v{version}", tflite::builtin_name(op.builtin)),
             };
             if !known && !missing.contains(&text) {
@@ -82,14 +99,13 @@ impl Operators {
     /// must have passed [`Operators::missing`].
     pub fn resolver_header(&self, models: &[&tflite::Model]) -> String {
         let mut calls: Vec<String> = Vec::new();
-        for op in models.iter().flat_map(|m| &m.operator_codes) {
-            let (code, version) = (op.builtin, op.version);
-            let name = &self.by_code[&code].0;
-            let call = match &self.methods {
+        for (op, version) in self.used(models) {
+            let call = match &op.method {
                 None => format!(
-                    "r.AddBuiltin(tflite::BuiltinOperator_{name}, tflite::ops::micro::Register_{name}(), {version});"
+                    "r.AddBuiltin(tflite::BuiltinOperator_{}, tflite::ops::micro::{}(), {version});",
+                    op.name, op.kernel
                 ),
-                Some(methods) => format!("r.{}();", methods[name]),
+                Some(method) => format!("r.{method}();"),
             };
             if !calls.contains(&call) {
                 calls.push(call);
@@ -106,6 +122,19 @@ impl Operators {
         }
         out.push_str("}\n");
         out
+    }
+
+    /// The registration functions of the kernels `models` use, one per
+    /// line: the firmware build compiles those of TFLM's kernels and no
+    /// others.
+    pub fn kernel_list(&self, models: &[&tflite::Model]) -> String {
+        let kernels: std::collections::BTreeSet<&str> = self.used(models).map(|(op, _)| op.kernel.as_str()).collect();
+        kernels.into_iter().map(|k| format!("{k}\n")).collect()
+    }
+
+    /// Each builtin operator `models` use, with the version.
+    fn used<'a>(&'a self, models: &'a [&tflite::Model]) -> impl Iterator<Item = (&'a Operator, i32)> + 'a {
+        models.iter().flat_map(|m| &m.operator_codes).map(|code| (&self.by_code[&code.builtin], code.version))
     }
 }
 
@@ -182,6 +211,7 @@ mod tests {
         ));
         assert!(header
             .contains("r.AddBuiltin(tflite::BuiltinOperator_CONV_2D, tflite::ops::micro::Register_CONV_2D(), 2);"));
+        assert_eq!(Operators::bundled().kernel_list(&[&model]), "Register_CONV_2D\nRegister_FULLY_CONNECTED\n");
     }
 
     /// A current tree's resolver, in the shape its header has: methods that
@@ -208,8 +238,8 @@ mod tests {
              \x20 TfLiteStatus AddShape() {\n    return AddBuiltin(BuiltinOperator_SHAPE, Register_SHAPE(), ParseShape);\n  }\n",
         );
         let ops = Operators::of_tree(root.path()).unwrap();
-        let names: Vec<&str> = ops.by_code.values().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["CONV_2D", "SHAPE"]);
+        let names: Vec<(&str, &str)> = ops.by_code.values().map(|o| (o.name.as_str(), o.kernel.as_str())).collect();
+        assert_eq!(names, [("CONV_2D", "Register_CONV_2D"), ("SHAPE", "Register_SHAPE")]);
         let model = with_ops(vec![
             OperatorCode { builtin: 77, custom: None, version: 1 },
             OperatorCode { builtin: 3, custom: None, version: 6 },
@@ -220,6 +250,7 @@ mod tests {
             header.contains("#define HM_OP_COUNT 2\n") && header.contains("r.AddShape();\n  r.AddConv2D();"),
             "{header}"
         );
+        assert_eq!(ops.kernel_list(&[&model]), "Register_CONV_2D\nRegister_SHAPE\n");
         let add = with_ops(vec![OperatorCode { builtin: 0, custom: None, version: 1 }]);
         assert_eq!(ops.missing(&add), ["ADD v1"]);
     }

@@ -135,22 +135,8 @@ impl fmt::Display for Generation {
 /// SHA-256 of the sources the library is compiled from and every header of
 /// the tree and its third-party libraries, first 12 hex digits.
 fn content_hash(tree: &Tree) -> String {
-    fn headers(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                headers(&path, out);
-            } else if path.extension().is_some_and(|e| e == "h") {
-                out.push(path);
-            }
-        }
-    }
     let (core, kernels) = tree.sources();
-    let mut files: Vec<PathBuf> = core.into_iter().chain(kernels).collect();
-    headers(&tree.root.join("tensorflow"), &mut files);
-    if !tree.third_party.starts_with(tree.root.join("tensorflow")) {
-        headers(&tree.third_party, &mut files);
-    }
+    let mut files: Vec<PathBuf> = core.into_iter().chain(kernels).chain(tree.headers()).collect();
     files.sort();
     files.dedup();
     let mut sha = Sha256::new();

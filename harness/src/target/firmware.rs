@@ -62,9 +62,13 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     };
     let model_path = dir.join("model.tflite");
     write_if_changed(&model_path, &model.bytes).map_err(io("cannot write", &model_path))?;
+    let models = [&model.parsed, &model.update.parsed];
     let ops_path = dir.join("hilmem_ops.h");
-    let ops = runtime.operators.resolver_header(&[&model.parsed, &model.update.parsed]);
+    let ops = runtime.operators.resolver_header(&models);
     write_if_changed(&ops_path, ops.as_bytes()).map_err(io("cannot write", &ops_path))?;
+    let kernels_path = dir.join("hilmem_kernels.txt");
+    let kernels = runtime.operators.kernel_list(&models);
+    write_if_changed(&kernels_path, kernels.as_bytes()).map_err(io("cannot write", &kernels_path))?;
     let spec = &model.spec;
 
     let mut inputs = Vec::new();

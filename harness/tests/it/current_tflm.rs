@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use harness::model::registry::Operator;
 use harness::run::measurement::{metric, SINGLE_FRAME};
 use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
@@ -35,9 +36,16 @@ fn current_tflm() -> Option<Runtime> {
 fn the_current_resolver_is_read_from_the_checkout() {
     let Some(runtime) = current_tflm() else { return };
     assert_eq!(runtime.generation(), Generation::Current);
-    let methods = runtime.operators.methods.as_ref().expect("a current resolver adds operators by method");
-    for (op, method) in [("FULLY_CONNECTED", "AddFullyConnected"), ("SHAPE", "AddShape"), ("MEAN", "AddMean")] {
-        assert_eq!(methods.get(op).map(String::as_str), Some(method), "{op}");
+    let by_name: std::collections::BTreeMap<&str, &Operator> =
+        runtime.operators.by_code.values().map(|o| (o.name.as_str(), o)).collect();
+    for (op, method, kernel) in [
+        ("FULLY_CONNECTED", "AddFullyConnected", "Register_FULLY_CONNECTED"),
+        ("SHAPE", "AddShape", "Register_SHAPE"),
+        ("MEAN", "AddMean", "Register_MEAN"),
+        ("AVERAGE_POOL_2D", "AddAveragePool2D", "Register_AVERAGE_POOL_2D"),
+    ] {
+        let found = by_name.get(op).map(|o| (o.method.as_deref(), o.kernel.as_str()));
+        assert_eq!(found, Some((Some(method), kernel)), "{op}");
     }
     // One method per builtin the header adds, counted in its text.
     let header =
@@ -49,7 +57,7 @@ fn the_current_resolver_is_read_from_the_checkout() {
         .skip(1)
         .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap())
         .collect();
-    assert_eq!(methods.keys().map(String::as_str).collect::<std::collections::BTreeSet<_>>(), added);
+    assert_eq!(by_name.keys().copied().collect::<std::collections::BTreeSet<_>>(), added);
 }
 
 /// hello_world (float, so both generations run it) on the default board with
