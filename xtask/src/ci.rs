@@ -79,6 +79,8 @@ pub fn run(args: Args) -> Result<i32> {
 /// through a scratch directory, so an interrupted unpack leaves nothing that
 /// looks complete).
 fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
+    // Absolute: the tests run in their own package's directory.
+    let given = &given.canonicalize().with_context(|| format!("--test-tflm {}", given.display()))?;
     if given.join("tensorflow/lite/micro").is_dir() {
         return Ok(given.to_owned());
     }
