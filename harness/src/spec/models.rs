@@ -27,6 +27,8 @@ pub enum ModelsError {
     NotTflite { model: String, path: PathBuf, why: String },
     #[error("model `{model}`: {runtime} does not register {ops}; {path} needs another TFLM (`[tflm] path`, --tflm) or a model converted for this one")]
     Unsupported { model: String, path: PathBuf, runtime: String, ops: String },
+    #[error("model `{model}`: input `{input}`: {why}")]
+    Input { model: String, input: String, why: String },
     #[error("model `{model}`: `arena_bytes = \"auto\"`: {source}")]
     Auto { model: String, source: fit::NotPredicted },
 }
@@ -326,6 +328,8 @@ pub struct Model {
     pub spec: ModelSpec,
     pub bytes: Vec<u8>,
     pub parsed: tflite::Model,
+    /// The bytes of each of `spec.inputs`, as the input tensor takes them.
+    pub inputs: Vec<Vec<u8>>,
     /// The model the concurrent-OTA scenario delivers, which the image must
     /// also be able to run.
     pub update: Update,
@@ -336,6 +340,8 @@ pub struct Model {
 pub struct Update {
     pub bytes: Vec<u8>,
     pub parsed: tflite::Model,
+    /// The bytes of the update's first input.
+    pub input: Vec<u8>,
 }
 
 impl ModelSpec {
@@ -364,10 +370,19 @@ impl ModelSpec {
 
     /// Reads the model's file and its update's as TFLite flatbuffers,
     /// whichever TFLM is to run them.
+    /// Each input is made into the bytes the model's input tensor takes.
     pub fn parse(&self) -> Result<Model, ModelsError> {
         let (bytes, parsed) = read_tflite(&self.name, &self.file)?;
+        let inputs = self.inputs.iter().map(|i| i.bytes(&self.name, &parsed)).collect::<Result<_, _>>()?;
         let (update_bytes, update) = read_tflite(&self.ota.model, &self.ota.file)?;
-        Ok(Model { spec: self.clone(), bytes, parsed, update: Update { bytes: update_bytes, parsed: update } })
+        let input = self.ota.input.bytes(&self.ota.model, &update)?;
+        Ok(Model {
+            spec: self.clone(),
+            bytes,
+            parsed,
+            inputs,
+            update: Update { bytes: update_bytes, parsed: update, input },
+        })
     }
 }
 
@@ -410,31 +425,84 @@ impl Model {
 }
 
 impl InputSpec {
-    /// The bytes to copy into the input tensor.
-    pub fn bytes(&self, model: &str) -> Result<Vec<u8>, ModelsError> {
-        match &self.data {
-            InputData::Values(values) => Ok(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+    /// The bytes to copy into `model`'s (first) input tensor: a file as it
+    /// is (or converted from big-endian floats), values as float32 or,
+    /// for a quantized tensor, quantized with its scale and zero point.
+    /// They must fill the tensor exactly.
+    fn bytes(&self, model_name: &str, model: &tflite::Model) -> Result<Vec<u8>, ModelsError> {
+        let invalid = |why: String| ModelsError::Input { model: model_name.to_owned(), input: self.name.clone(), why };
+        let tensor = model
+            .subgraphs
+            .first()
+            .and_then(|g| g.inputs.first().and_then(|&i| g.tensors.get(usize::try_from(i).ok()?)))
+            .ok_or_else(|| invalid("the model has no input tensor".into()))?;
+        let bytes = match &self.data {
+            InputData::Values(values) => quantized(values, tensor).map_err(invalid)?,
             InputData::File { path, format } => {
                 let bytes = std::fs::read(path).map_err(|source| ModelsError::Read {
-                    model: model.to_owned(),
+                    model: model_name.to_owned(),
                     path: path.clone(),
                     source,
                 })?;
                 match format {
-                    Format::Raw => Ok(bytes),
-                    Format::F32Be if bytes.len() % 4 != 0 => Err(ModelsError::Invalid {
-                        file: path.clone(),
-                        key: format!("input `{}`", self.name),
-                        why: format!("{} bytes is not a whole number of f32 values", bytes.len()),
-                    }),
-                    Format::F32Be => Ok(bytes
+                    Format::Raw => bytes,
+                    Format::F32Be if bytes.len() % 4 != 0 => {
+                        return Err(invalid(format!(
+                            "{}: {} bytes is not a whole number of f32 values",
+                            path.display(),
+                            bytes.len()
+                        )))
+                    }
+                    Format::F32Be => bytes
                         .chunks_exact(4)
                         .flat_map(|c| f32::from_be_bytes(c.try_into().unwrap()).to_le_bytes())
-                        .collect()),
+                        .collect(),
                 }
             }
+        };
+        let takes = tensor.bytes();
+        if takes != Some(bytes.len()) {
+            return Err(invalid(format!(
+                "{} bytes, but the input tensor `{}` ({} {:?}) takes {}",
+                bytes.len(),
+                tensor.name,
+                tflite::type_name(tensor.kind),
+                tensor.shape,
+                takes.map_or_else(|| "an unknown size".into(), |n| n.to_string())
+            )));
         }
+        Ok(bytes)
     }
+}
+
+/// `values` as `tensor`'s elements: float32 as they are; int8, uint8 and
+/// int16 quantized as TFLite's QUANTIZE operator does,
+/// `round(v / scale) + zero_point` clamped to the type's range.
+fn quantized(values: &[f32], tensor: &tflite::Tensor) -> Result<Vec<u8>, String> {
+    let (range, width) = match tflite::type_name(tensor.kind) {
+        "float32" => return Ok(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        "int8" => ((-128.0, 127.0), 1),
+        "uint8" => ((0.0, 255.0), 1),
+        "int16" => ((-32768.0, 32767.0), 2),
+        other => {
+            return Err(format!("`values` cannot fill an input tensor of type {other}; give a `file` of its bytes"))
+        }
+    };
+    let q = &tensor.quantization;
+    let (Some(&scale), Some(&zero)) = (q.scale.first(), q.zero_point.first()) else {
+        return Err(format!(
+            "the {} input tensor `{}` has no quantization to apply to `values`",
+            tflite::type_name(tensor.kind),
+            tensor.name
+        ));
+    };
+    Ok(values
+        .iter()
+        .flat_map(|v| {
+            let level = ((v / scale).round() + zero as f32).clamp(range.0, range.1) as i32;
+            level.to_le_bytes().into_iter().take(width)
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -476,18 +544,66 @@ expect_class = 2
         assert_eq!(names, ["hello_world", "micro_speech", "magic_wand", "person_detection"]);
         assert_eq!(file.tflm, None, "the repository's models run on the bundled TFLM");
         for m in &file.models {
-            m.read(&Runtime::bundled()).unwrap();
-            for input in &m.inputs {
-                assert!(!input.bytes(&m.name).unwrap().is_empty());
-            }
+            let model = m.read(&Runtime::bundled()).unwrap();
+            assert_eq!(model.inputs.len(), m.inputs.len());
         }
+    }
+
+    /// A model whose one input tensor is `x`: `kind`, shape [1, 3].
+    fn one_input(kind: u8, scale: Vec<f32>, zero_point: Vec<i64>) -> tflite::Model {
+        let quantization = tflite::Quantization { scale, zero_point, dimension: 0 };
+        let x =
+            tflite::Tensor { name: "x".into(), shape: vec![1, 3], kind, buffer: 0, is_variable: false, quantization };
+        let graph = tflite::Subgraph { tensors: vec![x], inputs: vec![0], outputs: vec![0], operators: vec![] };
+        tflite::Model {
+            version: 3,
+            description: None,
+            metadata: vec![],
+            operator_codes: vec![],
+            subgraphs: vec![graph],
+            buffers: vec![0],
+        }
+    }
+
+    #[test]
+    fn values_are_quantized_for_the_input_tensor_and_must_fill_it() {
+        let values = |v: &[f32]| InputSpec { name: "v".into(), data: InputData::Values(v.to_vec()), expect: None };
+        let (float32, int16, int8, int32) = (0, 7, 9, 2);
+        let three = values(&[1.0, -100.0, 100.0]);
+        assert_eq!(
+            three.bytes("m", &one_input(float32, vec![], vec![])).unwrap(),
+            [1.0f32, -100.0, 100.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()
+        );
+        // round(v / 0.5) - 10, clamped: -8, -128, 127.
+        assert_eq!(three.bytes("m", &one_input(int8, vec![0.5], vec![-10])).unwrap(), [0xf8, 0x80, 0x7f]);
+        // 2, -200, 200 as little-endian int16.
+        assert_eq!(
+            three.bytes("m", &one_input(int16, vec![0.5], vec![0])).unwrap(),
+            [2i16, -200, 200].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()
+        );
+        let error = |input: &InputSpec, model| input.bytes("m", &model).unwrap_err().to_string();
+        assert_eq!(
+            error(&values(&[1.0]), one_input(int8, vec![0.5], vec![0])),
+            "model `m`: input `v`: 1 bytes, but the input tensor `x` (int8 [1, 3]) takes 3"
+        );
+        assert_eq!(
+            error(&three, one_input(int8, vec![], vec![])),
+            "model `m`: input `v`: the int8 input tensor `x` has no quantization to apply to `values`"
+        );
+        assert_eq!(
+            error(&three, one_input(int32, vec![], vec![])),
+            "model `m`: input `v`: `values` cannot fill an input tensor of type int32; give a `file` of its bytes"
+        );
     }
 
     #[test]
     fn auto_sizes_the_arena_for_each_32_bit_board() {
         let ws = crate::Workspace::from_source();
         let hello = ws.root().join("firmware/models/hello_world.tflite");
-        let text = ONE
+        // hello_world takes one float: the first input only, with one value.
+        let text = ONE.split("[[model.input]]\nname = \"img\"").next().unwrap();
+        let text = text
+            .replace("values = [1.0, 2.0]", "values = [1.0]")
             .replace("arena_bytes = 1024", "arena_bytes = \"auto\"")
             .replace("file = \"m.tflite\"", &format!("file = {:?}", hello.display().to_string()));
         let spec = &load_text(&text).unwrap()[0];
@@ -508,7 +624,6 @@ expect_class = 2
         let inputs = &models[0].inputs;
         assert_eq!(inputs[0].data, InputData::Values(vec![1.0, 2.0]));
         assert_eq!(inputs[0].expect, Some(Expect::Value { value: 0.5, tolerance: 0.1 }));
-        assert_eq!(inputs[0].bytes("m").unwrap(), [1f32.to_le_bytes(), 2f32.to_le_bytes()].concat());
         assert_eq!(inputs[1].expect, Some(Expect::Class(2)));
         assert!(matches!(&inputs[1].data, InputData::File { format: Format::Raw, .. }));
     }

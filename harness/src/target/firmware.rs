@@ -73,11 +73,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
 
     let mut inputs = Vec::new();
     let mut largest = 0;
-    for (i, input) in spec.inputs.iter().enumerate() {
-        let bytes = input.bytes(&spec.name)?;
+    for (i, (input, bytes)) in spec.inputs.iter().zip(&model.inputs).enumerate() {
         largest = largest.max(bytes.len());
         let path = dir.join(format!("input-{i}.bin"));
-        write_if_changed(&path, &bytes).map_err(io("cannot write", &path))?;
+        write_if_changed(&path, bytes).map_err(io("cannot write", &path))?;
         inputs.push(format!("    ({:?}, include_bytes!({})),\n", input.name, rust_str(&path)?));
     }
     // The update the concurrent-OTA scenario receives: header and model, as
@@ -95,10 +94,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     let package_path = dir.join("ota-package.bin");
     let package = [&header.encode()[..], ota_model].concat();
     write_if_changed(&package_path, &package).map_err(io("cannot write", &package_path))?;
-    let ota_input = ota.input.bytes(&ota.model)?;
+    let ota_input = &model.update.input;
     largest = largest.max(ota_input.len());
     let ota_input_path = dir.join("ota-input.bin");
-    write_if_changed(&ota_input_path, &ota_input).map_err(io("cannot write", &ota_input_path))?;
+    write_if_changed(&ota_input_path, ota_input).map_err(io("cannot write", &ota_input_path))?;
 
     let (budget, gate) = (&board.budget, &board.gate);
     let identity = identity(&board.name, &spec.name, tflm_identity(runtime).as_deref());
