@@ -1,4 +1,5 @@
-//! `cargo xtask analyze`: a model's memory plan before anything is built.
+//! `cargo xtask analyze`: a model's memory plan before anything is built,
+//! and whether the chosen TFLM registers its operators.
 
 use anyhow::{Context, Result};
 use harness::model::analysis::Analysis;
@@ -6,17 +7,25 @@ use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
 use harness::spec::models;
+use harness::spec::runtime::{Choice, Generation};
 use harness::{report, Workspace};
 
 use crate::exit;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A model of hil.toml, or the path of a .tflite file.
+    /// A model of the models file, or the path of a .tflite file.
     model: String,
     /// Also show how the arena fits this board's budget and RAM.
     #[arg(long)]
     board: Option<String>,
+    /// Models file [default: hil.toml at the repository root].
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// The TFLM whose operators the model is checked against: a TFLM tree,
+    /// or `bundled` [default: as `hil` chooses it].
+    #[arg(long)]
+    tflm: Option<String>,
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -28,16 +37,24 @@ enum Format {
     Json,
 }
 
+/// What the prediction says on a current TFLM.
+const CURRENT_CAVEAT: &str = "the tail, the predicted arena and the least arena model the 2020 TFLM; \
+                              on this runtime only the head (its greedy plan) applies";
+
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
-    let file = ws.models_file();
-    let path = match models::load(&file)?.models.into_iter().find(|m| m.name == args.model) {
+    let file = args.config.unwrap_or_else(|| ws.models_file());
+    let loaded = models::load(&file)?;
+    let path = match loaded.models.into_iter().find(|m| m.name == args.model) {
         Some(spec) => spec.file,
         None => std::path::PathBuf::from(&args.model),
     };
+    let runtime = Choice { flag: args.tflm, config: loaded.tflm.map(|tflm| (file.clone(), tflm)) }.resolve()?;
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
     let analysis = Analysis::of(&args.model, &model)?;
+    let unsupported = runtime.operators.missing(&model);
+    let current = runtime.generation() == Generation::Current;
     let fit = match &args.board {
         Some(name) => Some(fit::fit(&analysis, &Board::load(&ws, name)?)?),
         None => None,
@@ -45,20 +62,32 @@ pub fn run(args: Args) -> Result<i32> {
     match args.format {
         Format::Table => {
             println!("{}", report::analysis(&analysis));
+            if current {
+                println!("note: {CURRENT_CAVEAT}");
+            }
+            println!("runtime: {runtime}");
+            if !unsupported.is_empty() {
+                println!("{runtime} does not register: {}", unsupported.join(", "));
+            }
             if let Some(fit) = &fit {
                 println!("{}", report::fit(fit));
             }
         }
         Format::Json => {
-            // The analysis, and the fit when a board was given.
+            // The analysis, the runtime's verdict, and the fit when a board was given.
             let mut output = serde_json::to_value(&analysis).expect("analysis serializes");
+            output["runtime"] = runtime.identity.clone().into();
+            output["unsupported"] = unsupported.clone().into();
+            if current {
+                output["caveats"].as_array_mut().expect("caveats are a list").push(CURRENT_CAVEAT.into());
+            }
             if let Some(fit) = &fit {
                 output["fit"] = serde_json::to_value(fit).expect("fit serializes");
             }
             println!("{}", serde_json::to_string_pretty(&output).expect("analysis serializes"));
         }
     }
-    Ok(if !analysis.unsupported.is_empty() {
+    Ok(if !unsupported.is_empty() {
         exit::ERROR
     } else if fit.as_ref().is_some_and(|f| !f.fits()) {
         exit::REGRESSION

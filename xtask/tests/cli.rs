@@ -177,6 +177,41 @@ fn analyze_shows_the_plan_the_fit_and_refuses_a_file_that_is_no_model() {
     assert!(self::text(&out).contains("is not a TFLite flatbuffer"), "{}", self::text(&out));
 }
 
+/// `analyze` checks a model's operators against the TFLM `hil` would use,
+/// or the one `--tflm` names: the bundled one lacks what wave_shape needs;
+/// a current checkout (`HILMEM_TEST_TFLM`, as for the harness's tests) has it,
+/// and the prediction then says what of it applies.
+#[test]
+fn analyze_checks_the_operators_against_the_chosen_tflm() {
+    let wave_shape = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../firmware/models/current/wave_shape.tflite")
+        .display()
+        .to_string();
+    for args in [vec!["analyze", &wave_shape], vec!["analyze", &wave_shape, "--tflm", "bundled"]] {
+        let out = xtask(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains(
+                "the bundled TFLM (tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)) does not register: MEAN v2"
+            ),
+            "{}",
+            text(&out)
+        );
+    }
+    let checkout = match std::env::var("HILMEM_TEST_TFLM") {
+        Ok(dir) => dir,
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("HILMEM_TEST_TFLM is not set: CI must give the tests a current TFLM checkout")
+        }
+        Err(_) => return eprintln!("HILMEM_TEST_TFLM is not set: the rest of this test needs a tflite-micro checkout"),
+    };
+    let out = xtask(&["analyze", &wave_shape, "--tflm", &checkout, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["unsupported"].as_array().map(Vec::len), Some(0));
+    assert!(json["caveats"].to_string().contains("only the head (its greedy plan) applies"), "{json}");
+}
+
 /// A TFLM that is not there, or a checkout without its third-party
 /// downloads, stops the run before anything is built: exit 2, naming where
 /// the choice came from and what to do.

@@ -3,7 +3,6 @@
 //! for the bundled 32-bit TFLM.
 
 use crate::model::planner::{buffers, greedy, head_bytes, linear_bytes, lower_bound};
-use crate::model::registry::Operators;
 use crate::model::tail;
 use crate::model::tflite::{self, Model, ReadError};
 
@@ -50,8 +49,6 @@ pub struct Analysis {
     /// The step where the most bytes are alive, and the tensors alive there.
     pub peak_step: i32,
     pub live_at_peak: Vec<usize>,
-    /// Operators the bundled TFLM does not register.
-    pub unsupported: Vec<String>,
 }
 
 impl Analysis {
@@ -114,7 +111,6 @@ impl Analysis {
                 .filter(|b| b.first <= peak_step && peak_step <= b.last)
                 .map(|b| b.tensor)
                 .collect(),
-            unsupported: Operators::bundled().missing(model),
         })
     }
 

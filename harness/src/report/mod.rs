@@ -521,9 +521,6 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
     for caveat in &a.caveats {
         out.push_str(&format!("\nnote: {caveat}"));
     }
-    if !a.unsupported.is_empty() {
-        out.push_str(&format!("\nthe bundled TFLM does not register: {}", a.unsupported.join(", ")));
-    }
     out
 }
 
