@@ -23,7 +23,10 @@
 #ifdef HILMEM_TFLM_CURRENT
 #include "tensorflow/lite/micro/debug_log.h"
 #include "tensorflow/lite/micro/memory_helpers.h"
+#include "tensorflow/lite/micro/arena_allocator/single_arena_buffer_allocator.h"
+#include "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h"
 #include "tensorflow/lite/micro/micro_allocator.h"
+#include "tensorflow/lite/micro/micro_arena_constants.h"
 #include "tensorflow/lite/micro/micro_log.h"
 #else
 #include "tensorflow/lite/micro/kernels/micro_ops.h"
@@ -96,7 +99,9 @@ Resolver* resolver = nullptr;
 tflite::MicroInterpreter* interpreter = nullptr;
 const tflite::Model* model = nullptr;
 bool allocated = false;
-#ifndef HILMEM_TFLM_CURRENT
+#ifdef HILMEM_TFLM_CURRENT
+tflite::SingleArenaBufferAllocator* buffers = nullptr;
+#else
 Slot<tflite::MicroErrorReporter> reporter_slot;
 tflite::ErrorReporter* reporter = nullptr;
 #endif
@@ -146,8 +151,19 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
   if (model->version() != TFLITE_SCHEMA_VERSION) return HM_ERR_SCHEMA;
 
 #ifdef HILMEM_TFLM_CURRENT
+  // What MicroInterpreter(model, resolver, arena, size) builds, step by step
+  // and in its order (the same bytes of the arena), keeping the arena's
+  // allocator to ask for the head and tail.
+  uint8_t* aligned =
+      tflite::AlignPointerUp(arena, tflite::MicroArenaBufferAlignment());
+  buffers = tflite::SingleArenaBufferAllocator::Create(
+      aligned, static_cast<size_t>(arena + arena_len - aligned));
+  uint8_t* planner_bytes = buffers->AllocatePersistentBuffer(
+      sizeof(tflite::GreedyMemoryPlanner), alignof(tflite::GreedyMemoryPlanner));
+  tflite::MicroAllocator* allocator = tflite::MicroAllocator::Create(
+      buffers, new (planner_bytes) tflite::GreedyMemoryPlanner());
   interpreter = new (interpreter_slot.bytes)
-      tflite::MicroInterpreter(model, *resolver, arena, arena_len);
+      tflite::MicroInterpreter(model, *resolver, allocator);
 #else
   interpreter = new (interpreter_slot.bytes)
       tflite::MicroInterpreter(model, *resolver, arena, arena_len, reporter);
@@ -156,8 +172,14 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
   if (interpreter->AllocateTensors() != kTfLiteOk) return HM_ERR_ALLOCATE;
   allocated = true;
 #ifdef HILMEM_TFLM_CURRENT
-  // What of the arena TFLM's own objects take whatever the model (the
-  // allocators and the planner); its threshold test counts models without it.
+  // The arena's split as the 2020 TFLM printed it (planned tensors from the
+  // start, persistent data from the end), and what of the tail TFLM's own
+  // objects take whatever the model (the allocators and the planner; its
+  // threshold test counts models without them).
+  MicroPrintf("Head usage: %u bytes",
+              static_cast<unsigned>(buffers->GetNonPersistentUsedBytes()));
+  MicroPrintf("Tail usage: %u bytes",
+              static_cast<unsigned>(buffers->GetPersistentUsedBytes()));
   MicroPrintf("Allocator objects: %u bytes",
               static_cast<unsigned>(
                   tflite::MicroAllocator::GetDefaultTailUsage(false)));
