@@ -5,6 +5,7 @@
 //! and without the arena layer's measurement machinery, from the ELF.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use crate::run::measurement::SINGLE_FRAME;
 use crate::run::{self, ConfigError, Options};
 use crate::spec::board::{self, Board, Runner};
 use crate::spec::models;
-use crate::spec::runtime::Runtime;
+use crate::spec::runtime::{Choice, Runtime};
 use crate::target::elf::ImageSizes;
 use crate::target::firmware;
 use crate::target::firmware::Variant;
@@ -34,6 +35,8 @@ pub enum BenchError {
 /// Timings of one benchmark.
 #[derive(Debug, Clone)]
 pub struct BenchReport {
+    /// The TFLM the images were built with.
+    pub runtime: String,
     pub boards: Vec<String>,
     pub images: usize,
     /// Boards the harness ran at once.
@@ -52,17 +55,30 @@ impl BenchReport {
     }
 }
 
-pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Result<BenchReport, BenchError> {
+/// Times every model of `models_file` on every QEMU board with the TFLM
+/// `tflm` chooses (as `hil --tflm`; else the models file's, else the
+/// bundled one).
+pub fn run(
+    ws: &Workspace,
+    jobs: usize,
+    models_file: &Path,
+    tflm: Option<String>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BenchReport, BenchError> {
     let boards: Vec<Board> = board::load_all(ws)
         .map_err(ConfigError::from)?
         .into_iter()
         .filter(|b| matches!(b.runner, Runner::Qemu { .. }))
         .collect();
-    let models = models::load(&ws.models_file()).map_err(ConfigError::from)?.models;
+    let loaded = models::load(models_file).map_err(ConfigError::from)?;
+    let choice = Choice { flag: tflm, config: loaded.tflm.map(|path| (models_file.to_owned(), path)) };
+    let runtime = choice.resolve().map_err(ConfigError::from)?;
+    let models = loaded.models;
     let mut options = Options::new(ws, boards.iter().map(|b| b.name.clone()).collect());
     options.jobs = jobs;
+    options.models_file = models_file.to_owned();
     options.scenarios = vec![SINGLE_FRAME.into()];
-    options.tflm = Some("bundled".into());
+    options.tflm = Some(runtime.dir().map_or_else(|| "bundled".to_owned(), |d| d.display().to_string()));
 
     progress("building every image (not timed)");
     let results = run::run(ws, &options, &|_| {})?;
@@ -86,11 +102,12 @@ pub fn run(ws: &Workspace, jobs: usize, progress: &mut dyn FnMut(&str)) -> Resul
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {
-            let elf = firmware::elf_path(ws, board, &model.name, &Runtime::bundled(), Variant::Standard);
+            let elf = firmware::elf_path(ws, board, &model.name, &runtime, Variant::Standard);
             bare += bare_run(board, &elf, &command_line)?;
         }
     }
     Ok(BenchReport {
+        runtime: runtime.identity,
         boards: boards.iter().map(|b| b.name.clone()).collect(),
         images: boards.len() * models.len(),
         jobs: options.jobs.clamp(1, boards.len()),

@@ -16,6 +16,14 @@ pub struct Args {
     /// models of 1,000 to 10,000 tensors (builds and runs nothing).
     #[arg(long)]
     analyzer: bool,
+    /// Models file whose models the timed run measures [default: hil.toml at
+    /// the repository root].
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// The TFLM of the timed run (as `hil --tflm`). The layer's cost is
+    /// weighed on the bundled TFLM's person_detection image.
+    #[arg(long)]
+    tflm: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -48,7 +56,9 @@ pub fn run(args: Args) -> Result<i32> {
     println!();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let cost = bench::layer_cost(&ws, LAYER_COST_MODEL, &mut |line| eprintln!("{line}"))?;
-    let report = bench::run(&ws, jobs, &mut |line| eprintln!("{line}"))?;
+    let models_file = args.config.unwrap_or_else(|| ws.models_file());
+    let report = bench::run(&ws, jobs, &models_file, args.tflm, &mut |line| eprintln!("{line}"))?;
+    println!("runtime:           {}", report.runtime);
     println!("boards:            {}", report.boards.join(", "));
     println!("images:            {}", report.images);
     println!("hilmem ({} jobs):   {:.2} s", report.jobs, report.hil.as_secs_f64());

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use harness::spec::runtime::Choice;
 use harness::{doctor, Workspace};
 
 use crate::exit;
@@ -23,16 +24,22 @@ pub struct Args {
     /// the tests as HILMEM_TEST_TFLM.
     #[arg(long)]
     test_tflm: Option<PathBuf>,
+    /// The TFLM the emulated boards are measured on (as `hil --tflm`).
+    #[arg(long)]
+    tflm: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
+    // A wrong TFLM stops CI before its first step, not at its last.
+    Choice { flag: args.tflm.clone(), config: None }.resolve()?;
     doctor::ensure(&[doctor::Need::Actionlint], ws.root(), true, &mut |line| eprintln!("{line}"))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let xtask = std::env::current_exe().context("cannot find the xtask binary")?;
     let actionlint = doctor::actionlint(ws.root());
 
-    let hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against, "--report"]);
+    let mut hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against, "--report"]);
+    hil.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
     let test_tflm = args.test_tflm.map(|given| tflm_checkout(ws.root(), &given)).transpose()?;
 
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
