@@ -16,6 +16,7 @@
 //! objects are kept there under a key of those inputs and shared by every
 //! firmware build that uses the same toolchain; a build compiles only the
 //! objects no earlier build left there, and archives its own `libtflm.a`.
+//! The shim is cached the same way, keyed also by the model's resolver.
 
 use std::collections::hash_map::DefaultHasher;
 use std::env;
@@ -60,31 +61,12 @@ fn main() {
         .map_or_else(|| out_dir.clone(), PathBuf::from)
         .join(format!("tflm-{:016x}", toolchain_key(&tree, &compiler)));
     let objects = compile_tflm(&tree, &includes, &core, &kernels, &objects_dir);
-    let archive = out_dir.join("libtflm.a");
-    let _ = fs::remove_file(&archive);
-    let status = configured(cc::Build::new(), &tree, &includes)
-        .get_archiver()
-        .arg("crs")
-        .arg(&archive)
-        .args(&objects)
-        .status()
-        .expect("cannot run the archiver");
-    assert!(status.success(), "the archiver failed on {}", archive.display());
+    archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
+    let shim = compile_shim(&tree, &includes, &ops, bare_metal, &objects_dir);
+    archive(&tree, &includes, &out_dir.join("libtflm_shim.a"), &[shim]);
     println!("cargo:rustc-link-search=native={}", out_dir.display());
     println!("cargo:rustc-link-lib=static=tflm");
-
-    let mut shim = configured(cc::Build::new(), &tree, &includes);
-    shim.cpp(true).file("shim/shim.cc").include(ops.parent().unwrap());
-    for flag in flags.cxx {
-        shim.flag(flag);
-    }
-    if bare_metal {
-        shim.define("HILMEM_BARE_METAL", None);
-    }
-    if tree.generation == Generation::Current {
-        shim.define("HILMEM_TFLM_CURRENT", None);
-    }
-    shim.compile("tflm_shim");
+    println!("cargo:rustc-link-lib=static=tflm_shim");
 
     if bare_metal {
         link_newlib(&compiler);
@@ -131,6 +113,49 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
         build.define(define, None);
     }
     build
+}
+
+/// The shim compiled against `tree` with the model's resolver (`ops`): an
+/// object in `objects_dir` under a key of the shim's and the resolver's
+/// text, so switching back to a model built before compiles nothing.
+fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, bare_metal: bool, objects_dir: &Path) -> PathBuf {
+    let read = |file: &Path| fs::read(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let mut key = DefaultHasher::new();
+    (read(Path::new("shim/shim.cc")), read(ops), bare_metal).hash(&mut key);
+    let object = objects_dir.join(format!("shim-{:016x}.o", key.finish()));
+    if object.exists() {
+        return object;
+    }
+    let scratch = objects_dir.join(format!("partial-shim-{}", std::process::id()));
+    let mut shim = configured(cc::Build::new(), tree, includes);
+    shim.cpp(true).file("shim/shim.cc").include(ops.parent().unwrap());
+    shim.out_dir(&scratch).cargo_metadata(false);
+    for flag in tree.flags().cxx {
+        shim.flag(flag);
+    }
+    if bare_metal {
+        shim.define("HILMEM_BARE_METAL", None);
+    }
+    if tree.generation == Generation::Current {
+        shim.define("HILMEM_TFLM_CURRENT", None);
+    }
+    let compiled = shim.compile_intermediates().remove(0);
+    fs::rename(&compiled, &object).unwrap_or_else(|e| panic!("cannot store {}: {e}", object.display()));
+    let _ = fs::remove_dir_all(&scratch);
+    object
+}
+
+/// A static library of `objects`, in their order.
+fn archive(tree: &Tree, includes: &[PathBuf], library: &Path, objects: &[PathBuf]) {
+    let _ = fs::remove_file(library);
+    let status = configured(cc::Build::new(), tree, includes)
+        .get_archiver()
+        .arg("crs")
+        .arg(library)
+        .args(objects)
+        .status()
+        .expect("cannot run the archiver");
+    assert!(status.success(), "the archiver failed on {}", library.display());
 }
 
 /// The objects of `core` and `kernels` in `objects_dir`, in source path
