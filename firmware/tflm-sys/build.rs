@@ -35,7 +35,6 @@ fn main() {
     println!("cargo:rerun-if-changed=tree.rs");
 
     let tree = tflm_tree();
-    let flags = tree.flags();
     let includes = tree.include_dirs();
     let bare_metal = env::var("CARGO_CFG_TARGET_OS").unwrap() == "none";
     let config = env::var_os("HILMEM_BUILD_CONFIG")
@@ -119,29 +118,26 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
 /// object in `objects_dir` under a key of the shim's and the resolver's
 /// text, so switching back to a model built before compiles nothing.
 fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, bare_metal: bool, objects_dir: &Path) -> PathBuf {
+    let source = PathBuf::from("shim/shim.cc");
     let read = |file: &Path| fs::read(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     let mut key = DefaultHasher::new();
-    (read(Path::new("shim/shim.cc")), read(ops), bare_metal).hash(&mut key);
+    (read(&source), read(ops), bare_metal).hash(&mut key);
     let object = objects_dir.join(format!("shim-{:016x}.o", key.finish()));
-    if object.exists() {
-        return object;
+    if !object.exists() {
+        let mut shim = build_for(tree, includes, true);
+        shim.include(ops.parent().unwrap());
+        if bare_metal {
+            shim.define("HILMEM_BARE_METAL", None);
+        }
+        if tree.generation == Generation::Current {
+            shim.define("HILMEM_TFLM_CURRENT", None);
+        }
+        compile_to(
+            shim,
+            &[(source, object.clone())],
+            &objects_dir.join(format!("partial-shim-{}", std::process::id())),
+        );
     }
-    let scratch = objects_dir.join(format!("partial-shim-{}", std::process::id()));
-    let mut shim = configured(cc::Build::new(), tree, includes);
-    shim.cpp(true).file("shim/shim.cc").include(ops.parent().unwrap());
-    shim.out_dir(&scratch).cargo_metadata(false);
-    for flag in tree.flags().cxx {
-        shim.flag(flag);
-    }
-    if bare_metal {
-        shim.define("HILMEM_BARE_METAL", None);
-    }
-    if tree.generation == Generation::Current {
-        shim.define("HILMEM_TFLM_CURRENT", None);
-    }
-    let compiled = shim.compile_intermediates().remove(0);
-    fs::rename(&compiled, &object).unwrap_or_else(|e| panic!("cannot store {}: {e}", object.display()));
-    let _ = fs::remove_dir_all(&scratch);
     object
 }
 
@@ -159,9 +155,8 @@ fn archive(tree: &Tree, includes: &[PathBuf], library: &Path, objects: &[PathBuf
 }
 
 /// The objects of `core` and `kernels` in `objects_dir`, in source path
-/// order: compiled here if missing (kernels at `-O2` on a current tree, as
-/// TFLM's own build compiles them), each in a scratch directory and renamed
-/// into place, so an object in the cache is complete or absent.
+/// order, compiled here if missing (kernels at `-O2` on a current tree, as
+/// TFLM's own build compiles them).
 fn compile_tflm(
     tree: &Tree,
     includes: &[PathBuf],
@@ -176,36 +171,53 @@ fn compile_tflm(
         let stem = source.file_stem().unwrap().to_str().unwrap();
         objects_dir.join(format!("{stem}-{:016x}.o", key.finish()))
     };
-    let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
-    let is_c = |p: &&PathBuf| p.extension().is_some_and(|e| e == "c");
+    let is_c = |p: &PathBuf| p.extension().is_some_and(|e| e == "c");
+    // The sources in `sources` of one language whose object is missing.
+    let missing = |sources: &[PathBuf], c: bool| -> Vec<(PathBuf, PathBuf)> {
+        sources.iter().filter(|s| is_c(s) == c).map(|s| (s.clone(), object(s))).filter(|(_, o)| !o.exists()).collect()
+    };
     let kernel_opt = (tree.generation == Generation::Current).then_some(2);
-    let mut parts: [(Vec<&PathBuf>, bool, Option<u32>); 3] =
-        [(Vec::new(), false, None), (Vec::new(), true, None), (Vec::new(), true, kernel_opt)];
-    for (i, sources) in [core, kernels].into_iter().enumerate() {
-        for source in sources.iter().filter(|s| !object(s).exists()) {
-            parts[if is_c(&source) { 0 } else { i + 1 }].0.push(source);
+    let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
+    for (jobs, cpp, opt) in [
+        ([missing(core, true), missing(kernels, true)].concat(), false, None),
+        (missing(core, false), true, None),
+        (missing(kernels, false), true, kernel_opt),
+    ] {
+        if jobs.is_empty() {
+            continue;
         }
-    }
-    for (sources, cpp, opt) in parts.into_iter().filter(|(s, _, _)| !s.is_empty()) {
-        let mut build = configured(cc::Build::new(), tree, includes);
-        build.cpp(cpp).files(&sources).out_dir(&scratch).cargo_metadata(false);
+        let mut build = build_for(tree, includes, cpp);
         if let Some(level) = opt {
             build.opt_level(level);
         }
-        if cpp {
-            for flag in tree.flags().cxx {
-                build.flag(flag);
-            }
-        }
-        for (source, compiled) in sources.iter().zip(build.compile_intermediates()) {
-            fs::rename(&compiled, object(source))
-                .unwrap_or_else(|e| panic!("cannot store {} in {}: {e}", compiled.display(), objects_dir.display()));
-        }
+        compile_to(build, &jobs, &scratch);
     }
-    let _ = fs::remove_dir_all(&scratch);
     let mut sources: Vec<&PathBuf> = core.iter().chain(kernels).collect();
     sources.sort();
     sources.into_iter().map(object).collect()
+}
+
+/// A build of the tree's C++ (with its C++ flags), or of its C.
+fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool) -> cc::Build {
+    let mut build = configured(cc::Build::new(), tree, includes);
+    build.cpp(cpp);
+    if cpp {
+        for flag in tree.flags().cxx {
+            build.flag(flag);
+        }
+    }
+    build
+}
+
+/// Compiles each source of `jobs` to its object: in `scratch`, then renamed
+/// into place, so an object in the cache is complete or absent.
+fn compile_to(mut build: cc::Build, jobs: &[(PathBuf, PathBuf)], scratch: &Path) {
+    build.files(jobs.iter().map(|(source, _)| source)).out_dir(scratch).cargo_metadata(false);
+    for ((_, object), compiled) in jobs.iter().zip(build.compile_intermediates()) {
+        fs::rename(&compiled, object)
+            .unwrap_or_else(|e| panic!("cannot store {} as {}: {e}", compiled.display(), object.display()));
+    }
+    let _ = fs::remove_dir_all(scratch);
 }
 
 /// Newlib's libm and libc_nano and libgcc, from the multilib directory that

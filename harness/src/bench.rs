@@ -15,7 +15,7 @@ use crate::run::measurement::SINGLE_FRAME;
 use crate::run::{self, ConfigError, Options};
 use crate::spec::board::{self, Board, Runner};
 use crate::spec::models;
-use crate::spec::runtime::{Choice, Runtime};
+use crate::spec::runtime::Runtime;
 use crate::target::elf::ImageSizes;
 use crate::target::firmware;
 use crate::target::firmware::Variant;
@@ -71,8 +71,7 @@ pub fn run(
         .filter(|b| matches!(b.runner, Runner::Qemu { .. }))
         .collect();
     let loaded = models::load(models_file).map_err(ConfigError::from)?;
-    let choice = Choice { flag: tflm, config: loaded.tflm.map(|path| (models_file.to_owned(), path)) };
-    let runtime = choice.resolve().map_err(ConfigError::from)?;
+    let runtime = loaded.runtime(tflm).map_err(ConfigError::from)?;
     let models = loaded.models;
     let mut options = Options::new(ws, boards.iter().map(|b| b.name.clone()).collect());
     options.jobs = jobs;

@@ -7,7 +7,7 @@ use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
 use harness::spec::models;
-use harness::spec::runtime::{Choice, Generation};
+use harness::spec::runtime::Generation;
 use harness::{report, Workspace};
 
 use crate::exit;
@@ -45,11 +45,11 @@ pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     let file = args.config.unwrap_or_else(|| ws.models_file());
     let loaded = models::load(&file)?;
+    let runtime = loaded.runtime(args.tflm)?;
     let path = match loaded.models.into_iter().find(|m| m.name == args.model) {
         Some(spec) => spec.file,
         None => std::path::PathBuf::from(&args.model),
     };
-    let runtime = Choice { flag: args.tflm, config: loaded.tflm.map(|tflm| (file.clone(), tflm)) }.resolve()?;
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
     let analysis = Analysis::of(&args.model, &model)?;

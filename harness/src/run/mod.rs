@@ -20,7 +20,7 @@ use crate::run::record::{context, record, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError};
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError};
-use crate::spec::runtime::{Choice, Generation, Runtime, RuntimeError};
+use crate::spec::runtime::{Generation, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
 use crate::target::firmware::{self, BuildError, Firmware, Variant};
 use crate::target::runner::{self, Run, RunOptions};
@@ -147,8 +147,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     let boards = resolve_boards(ws, &options.boards)?;
     let file = &options.models_file;
     let loaded = models::load(file)?;
-    let runtime =
-        Choice { flag: options.tflm.clone(), config: loaded.tflm.map(|path| (file.clone(), path)) }.resolve()?;
+    let runtime = loaded.runtime(options.tflm.clone())?;
     let mut models = models::select(loaded.models, &options.models, file)?;
     if options.arena_auto {
         models.iter_mut().for_each(|m| m.arena = Arena::Auto);

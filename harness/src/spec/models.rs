@@ -10,7 +10,7 @@ use crate::model::analysis::Analysis;
 use crate::model::tflite;
 use crate::spec::board::Board;
 use crate::spec::fit;
-use crate::spec::runtime::Runtime;
+use crate::spec::runtime::{Choice, Runtime, RuntimeError};
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -118,9 +118,19 @@ pub enum Expect {
 /// A models file: the models, and the TFLM it names, if any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelsFile {
+    /// Where it was read from.
+    pub file: PathBuf,
     pub models: Vec<ModelSpec>,
     /// `[tflm] path`, relative to the file's directory.
     pub tflm: Option<PathBuf>,
+}
+
+impl ModelsFile {
+    /// The TFLM a run of this file builds with: `flag` (`--tflm`), else
+    /// `HILMEM_TFLM_DIR`, else the file's `[tflm] path`, else the bundled one.
+    pub fn runtime(&self, flag: Option<String>) -> Result<Runtime, RuntimeError> {
+        Choice { flag, config: self.tflm.clone().map(|path| (self.file.clone(), path)) }.resolve()
+    }
 }
 
 #[derive(Deserialize)]
@@ -266,7 +276,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             ota,
         });
     }
-    Ok(ModelsFile { models: specs, tflm: raw.tflm.map(|t| base.join(t.path)) })
+    Ok(ModelsFile { file: file.to_owned(), models: specs, tflm: raw.tflm.map(|t| base.join(t.path)) })
 }
 
 /// A model as read, before its update is resolved.
