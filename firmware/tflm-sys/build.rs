@@ -61,7 +61,11 @@ fn main() {
         .join(format!("tflm-{:016x}", toolchain_key(&tree, &compiler)));
     let objects = compile_tflm(&tree, &includes, &core, &kernels, &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
-    let shim = compile_shim(&tree, &includes, &ops, bare_metal, &objects_dir);
+    let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
+    if recording && tree.generation != Generation::Current {
+        panic!("TFLM's recording allocator is built on a current TFLM only; {} is a 2020 tree", tree.root.display());
+    }
+    let shim = compile_shim(&tree, &includes, &ops, (bare_metal, recording), &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm_shim.a"), &[shim]);
     println!("cargo:rustc-link-search=native={}", out_dir.display());
     println!("cargo:rustc-link-lib=static=tflm");
@@ -114,14 +118,16 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
     build
 }
 
-/// The shim compiled against `tree` with the model's resolver (`ops`): an
+/// The shim compiled against `tree` with the model's resolver (`ops`), for
+/// bare metal or not and over the recording allocator or not (`build`): an
 /// object in `objects_dir` under a key of the shim's and the resolver's
 /// text, so switching back to a model built before compiles nothing.
-fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, bare_metal: bool, objects_dir: &Path) -> PathBuf {
+fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, bool), objects_dir: &Path) -> PathBuf {
+    let (bare_metal, recording) = build;
     let source = PathBuf::from("shim/shim.cc");
     let read = |file: &Path| fs::read(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     let mut key = DefaultHasher::new();
-    (read(&source), read(ops), bare_metal).hash(&mut key);
+    (read(&source), read(ops), bare_metal, recording).hash(&mut key);
     let object = objects_dir.join(format!("shim-{:016x}.o", key.finish()));
     if !object.exists() {
         let mut shim = build_for(tree, includes, true);
@@ -131,6 +137,9 @@ fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, bare_metal: bool,
         }
         if tree.generation == Generation::Current {
             shim.define("HILMEM_TFLM_CURRENT", None);
+        }
+        if recording {
+            shim.define("HILMEM_TFLM_RECORDING", None);
         }
         compile_to(
             shim,
@@ -165,6 +174,12 @@ fn compile_tflm(
     objects_dir: &Path,
 ) -> Vec<PathBuf> {
     fs::create_dir_all(objects_dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
+    // Builds that share the cache (the standard and the recording image of
+    // a run are built side by side) compile its missing objects one at a
+    // time: the second finds them made.
+    let lock_path = objects_dir.join(".lock");
+    let lock = fs::File::create(&lock_path).unwrap_or_else(|e| panic!("cannot create {}: {e}", lock_path.display()));
+    lock.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
     let object = |source: &PathBuf| -> PathBuf {
         let mut key = DefaultHasher::new();
         file_stamp(source).hash(&mut key);

@@ -7,7 +7,6 @@ use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
 use harness::spec::models;
-use harness::spec::runtime::Generation;
 use harness::{report, Workspace};
 
 use crate::exit;
@@ -37,10 +36,6 @@ enum Format {
     Json,
 }
 
-/// What the prediction says on a current TFLM.
-const CURRENT_CAVEAT: &str = "the tail, the predicted arena and the least arena model the 2020 TFLM; \
-                              on this runtime only the head (its greedy plan) applies";
-
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     let file = args.config.unwrap_or_else(|| ws.models_file());
@@ -52,9 +47,8 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
-    let analysis = Analysis::of(&args.model, &model)?;
+    let analysis = Analysis::of(&args.model, &model, runtime.generation())?;
     let unsupported = runtime.operators.missing(&model);
-    let current = runtime.generation() == Generation::Current;
     let fit = match &args.board {
         Some(name) => Some(fit::fit(&analysis, &Board::load(&ws, name)?)?),
         None => None,
@@ -62,9 +56,6 @@ pub fn run(args: Args) -> Result<i32> {
     match args.format {
         Format::Table => {
             println!("{}", report::analysis(&analysis));
-            if current {
-                println!("note: {CURRENT_CAVEAT}");
-            }
             println!("runtime: {runtime}");
             if !unsupported.is_empty() {
                 println!("{runtime} does not register: {}", unsupported.join(", "));
@@ -78,9 +69,6 @@ pub fn run(args: Args) -> Result<i32> {
             let mut output = serde_json::to_value(&analysis).expect("analysis serializes");
             output["runtime"] = runtime.identity.clone().into();
             output["unsupported"] = unsupported.clone().into();
-            if current {
-                output["caveats"].as_array_mut().expect("caveats are a list").push(CURRENT_CAVEAT.into());
-            }
             if let Some(fit) = &fit {
                 output["fit"] = serde_json::to_value(fit).expect("fit serializes");
             }

@@ -7,6 +7,7 @@ use harness::report::page;
 use harness::run::{self, Event, Options};
 use harness::spec::board;
 use harness::spec::hardware::Selector;
+use harness::target::firmware::Variant;
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
@@ -183,7 +184,10 @@ fn shown(ws: &Workspace, path: &std::path::Path) -> String {
 
 fn show_progress(event: Event) {
     match event {
-        Event::Building { board, model, arena_bytes, budget_bytes } => {
+        Event::Building { board, model, variant: Variant::Recording, .. } => {
+            eprintln!("{board}/{model}: building the image over TFLM's recording allocator, for its breakdown")
+        }
+        Event::Building { board, model, arena_bytes, budget_bytes, .. } => {
             let over = if arena_bytes > budget_bytes {
                 format!(", over the board's {budget_bytes}-byte arena budget")
             } else {

@@ -209,7 +209,15 @@ fn analyze_checks_the_operators_against_the_chosen_tflm() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["unsupported"].as_array().map(Vec::len), Some(0));
-    assert!(json["caveats"].to_string().contains("only the head (its greedy plan) applies"), "{json}");
+    // Predicted for the current TFLM (the board runs check the figure); the
+    // least arena is not, and the caveat says so.
+    assert_eq!(
+        (json["tflm"].as_str(), json["predicted_arena_bytes"].as_u64()),
+        (Some("current"), Some(3140)),
+        "{json}"
+    );
+    assert!(json["minimum_arena_bytes"].is_null(), "{json}");
+    assert!(json["caveats"].to_string().contains("the least arena is predicted for the 2020 TFLM only"), "{json}");
 }
 
 /// A TFLM that is not there, or a checkout without its third-party

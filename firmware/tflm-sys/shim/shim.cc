@@ -1,6 +1,8 @@
 // The C interface to TFLM that the Rust side links against, for both
 // generations of TFLM hilmem builds (`HILMEM_TFLM_CURRENT` selects today's API;
-// without it, the 2020 one).
+// without it, the 2020 one). `HILMEM_TFLM_RECORDING` (today's TFLM only)
+// builds the interpreter over TFLM's recording allocator and prints what it
+// recorded, in a build of its own: its allocator objects are larger.
 //
 // One interpreter exists at a time. It, its op resolver and (in 2020) its
 // error reporter are constructed with placement new in static storage, so the
@@ -28,6 +30,9 @@
 #include "tensorflow/lite/micro/micro_allocator.h"
 #include "tensorflow/lite/micro/micro_arena_constants.h"
 #include "tensorflow/lite/micro/micro_log.h"
+#ifdef HILMEM_TFLM_RECORDING
+#include "tensorflow/lite/micro/recording_micro_allocator.h"
+#endif
 #else
 #include "tensorflow/lite/micro/kernels/micro_ops.h"
 #include "tensorflow/lite/micro/micro_error_reporter.h"
@@ -100,7 +105,10 @@ tflite::MicroInterpreter* interpreter = nullptr;
 const tflite::Model* model = nullptr;
 bool allocated = false;
 #ifdef HILMEM_TFLM_CURRENT
-tflite::SingleArenaBufferAllocator* buffers = nullptr;
+const tflite::SingleArenaBufferAllocator* buffers = nullptr;
+#ifdef HILMEM_TFLM_RECORDING
+const tflite::RecordingMicroAllocator* recording = nullptr;
+#endif
 #else
 Slot<tflite::MicroErrorReporter> reporter_slot;
 tflite::ErrorReporter* reporter = nullptr;
@@ -156,12 +164,21 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
   // allocator to ask for the head and tail.
   uint8_t* aligned =
       tflite::AlignPointerUp(arena, tflite::MicroArenaBufferAlignment());
-  buffers = tflite::SingleArenaBufferAllocator::Create(
-      aligned, static_cast<size_t>(arena + arena_len - aligned));
-  uint8_t* planner_bytes = buffers->AllocatePersistentBuffer(
+  const size_t aligned_len = static_cast<size_t>(arena + arena_len - aligned);
+#ifdef HILMEM_TFLM_RECORDING
+  tflite::RecordingMicroAllocator* allocator =
+      tflite::RecordingMicroAllocator::Create(aligned, aligned_len);
+  recording = allocator;
+  buffers = allocator->GetSimpleMemoryAllocator();
+#else
+  tflite::SingleArenaBufferAllocator* arena_allocator =
+      tflite::SingleArenaBufferAllocator::Create(aligned, aligned_len);
+  uint8_t* planner_bytes = arena_allocator->AllocatePersistentBuffer(
       sizeof(tflite::GreedyMemoryPlanner), alignof(tflite::GreedyMemoryPlanner));
   tflite::MicroAllocator* allocator = tflite::MicroAllocator::Create(
-      buffers, new (planner_bytes) tflite::GreedyMemoryPlanner());
+      arena_allocator, new (planner_bytes) tflite::GreedyMemoryPlanner());
+  buffers = arena_allocator;
+#endif
   interpreter = new (interpreter_slot.bytes)
       tflite::MicroInterpreter(model, *resolver, allocator);
 #else
@@ -180,9 +197,37 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
               static_cast<unsigned>(buffers->GetNonPersistentUsedBytes()));
   MicroPrintf("Tail usage: %u bytes",
               static_cast<unsigned>(buffers->GetPersistentUsedBytes()));
+#ifdef HILMEM_TFLM_RECORDING
+  MicroPrintf("Allocator objects: %u bytes",
+              static_cast<unsigned>(
+                  tflite::RecordingMicroAllocator::GetDefaultTailUsage()));
+  // Each of the recording allocator's types: the bytes its allocations took
+  // with alignment, the bytes they asked for, and how many there were.
+  using Type = tflite::RecordedAllocationType;
+  const struct {
+    Type type;
+    const char* name;
+  } types[] = {
+      {Type::kTfLiteEvalTensorData, "eval_tensors"},
+      {Type::kPersistentTfLiteTensorData, "persistent_tensors"},
+      {Type::kPersistentTfLiteTensorQuantizationData, "quantization"},
+      {Type::kPersistentBufferData, "persistent_buffers"},
+      {Type::kTfLiteTensorVariableBufferData, "variables"},
+      {Type::kNodeAndRegistrationArray, "node_and_registrations"},
+      {Type::kOpData, "op_data"},
+  };
+  for (const auto& t : types) {
+    const tflite::RecordedAllocation a = recording->GetRecordedAllocation(t.type);
+    MicroPrintf("Recorded %s: %u used, %u requested, %u allocations", t.name,
+                static_cast<unsigned>(a.used_bytes),
+                static_cast<unsigned>(a.requested_bytes),
+                static_cast<unsigned>(a.count));
+  }
+#else
   MicroPrintf("Allocator objects: %u bytes",
               static_cast<unsigned>(
                   tflite::MicroAllocator::GetDefaultTailUsage(false)));
+#endif
 #endif
   return HM_OK;
 }

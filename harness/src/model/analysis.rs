@@ -1,12 +1,14 @@
 //! A model's memory analysis, as `cargo xtask analyze` shows it: the plan
-//! (lifetimes, greedy offsets, linear and lower bound), the predicted arena
-//! for the bundled 32-bit TFLM.
+//! (lifetimes, greedy offsets, linear and lower bound) and the arena the
+//! chosen TFLM generation will use on 32-bit Arm.
 
-use crate::model::planner::{buffers, greedy, head_bytes, linear_bytes, lower_bound};
-use crate::model::tail;
+use crate::model::planner::{buffers, greedy, head_bytes, linear_bytes, lower_bound, Buffer};
+use crate::model::tail::{current, tfmicro2020};
 use crate::model::tflite::{self, Model, ReadError};
+use crate::model::tree::Generation;
 
-/// One planned tensor of an [`Analysis`].
+/// One planned buffer of an [`Analysis`]: a tensor, or a kernel's scratch
+/// buffer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedTensor {
     pub index: usize,
@@ -25,6 +27,8 @@ pub struct PlannedTensor {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Analysis {
     pub model: String,
+    /// The TFLM generation predicted for: `2020` or `current`.
+    pub tflm: &'static str,
     /// The converter's description, and the names of the metadata entries.
     pub description: Option<String>,
     pub metadata: Vec<String>,
@@ -37,13 +41,14 @@ pub struct Analysis {
     /// The planned head: what TFLM's greedy plan needs.
     pub greedy_bytes: usize,
     pub lower_bound_bytes: usize,
-    /// The persistent tail the bundled 32-bit TFLM allocates.
-    pub tail_bytes: usize,
+    /// The persistent tail TFLM allocates (None when not predicted; the
+    /// caveats say why).
+    pub tail_bytes: Option<usize>,
     /// What TFLM's `arena_used_bytes()` will say: head plus tail.
-    pub predicted_arena_bytes: usize,
+    pub predicted_arena_bytes: Option<usize>,
     /// The least arena `AllocateTensors` accepts (planning borrows room
     /// beyond head plus tail).
-    pub minimum_arena_bytes: usize,
+    pub minimum_arena_bytes: Option<usize>,
     /// What the prediction leaves out, when anything.
     pub caveats: Vec<String>,
     /// The step where the most bytes are alive, and the tensors alive there.
@@ -51,43 +56,53 @@ pub struct Analysis {
     pub live_at_peak: Vec<usize>,
 }
 
+/// What the current generation's prediction leaves out.
+const LEAST_ARENA_CURRENT: &str = "the least arena is predicted for the 2020 TFLM only \
+                                   (today's kernels borrow room while they prepare that the analyzer does not model)";
+
 impl Analysis {
-    pub fn of(name: &str, model: &Model) -> Result<Analysis, ReadError> {
-        let buffers = buffers(model)?;
-        let offsets = greedy(&buffers);
-        let sg = &model.subgraphs[0];
-        let (lower, peak_step) = lower_bound(&buffers);
-        let tail = tail::predict(model)?;
-        let greedy = head_bytes(&buffers, &offsets);
-        let svdf = sg
-            .operators
-            .iter()
-            .filter(|op| model.operator_codes[op.opcode_index as usize].builtin == tail::SVDF)
-            .count();
-        let caveats = if svdf > 0 {
-            vec![format!("{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out")]
-        } else {
-            vec![]
-        };
-        let planned = buffers
-            .iter()
-            .zip(&offsets)
-            .map(|(b, &offset)| {
-                let t = &sg.tensors[b.tensor];
-                PlannedTensor {
-                    index: b.tensor,
-                    name: t.name.clone(),
-                    kind: tflite::type_name(t.kind),
-                    shape: t.shape.clone(),
-                    bytes: b.bytes,
-                    first_step: b.first,
-                    last_step: b.last,
-                    greedy_offset: offset,
+    pub fn of(name: &str, model: &Model, tflm: Generation) -> Result<Analysis, ReadError> {
+        let sg =
+            model.subgraphs.first().ok_or_else(|| ReadError { at: "plan", why: "the model has no subgraph".into() })?;
+        let mut caveats = Vec::new();
+        // The tail, the kernels' scratch buffers, and the least arena.
+        let (buffers, tail, minimum) = match tflm {
+            Generation::Tfmicro2020 => {
+                let buffers = buffers(model, &[])?;
+                let tail = tfmicro2020::predict(model)?;
+                let head = head_bytes(&buffers, &greedy(&buffers));
+                let svdf = sg
+                    .operators
+                    .iter()
+                    .filter(|op| model.operator_codes[op.opcode_index as usize].builtin == tfmicro2020::SVDF)
+                    .count();
+                if svdf > 0 {
+                    caveats.push(format!(
+                        "{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out"
+                    ));
                 }
-            })
-            .collect();
+                let minimum = tfmicro2020::minimum_arena(&tail, head, buffers.len());
+                (buffers, Some(tail.bytes), Some(minimum))
+            }
+            Generation::Current => match current::not_predicted(model) {
+                Some(why) => {
+                    caveats.push(format!("no arena prediction: {why}; the head leaves out any scratch buffers"));
+                    (buffers(model, &[])?, None, None)
+                }
+                None => {
+                    let tail = current::predict(model, current::Allocator::Plain)?;
+                    caveats.push(LEAST_ARENA_CURRENT.to_owned());
+                    (buffers(model, &tail.scratch)?, Some(tail.bytes), None)
+                }
+            },
+        };
+        let offsets = greedy(&buffers);
+        let greedy = head_bytes(&buffers, &offsets);
+        let (lower, peak_step) = lower_bound(&buffers);
+        let planned = buffers.iter().zip(&offsets).map(|(b, &offset)| planned(model, b, offset)).collect();
         Ok(Analysis {
             model: name.to_owned(),
+            tflm: tflm.name(),
             description: model.description.clone(),
             metadata: model.metadata.iter().map(|(name, _)| name.clone()).collect(),
             operators: model
@@ -101,9 +116,9 @@ impl Analysis {
             linear_bytes: linear_bytes(&buffers),
             greedy_bytes: greedy,
             lower_bound_bytes: lower,
-            tail_bytes: tail.bytes,
-            predicted_arena_bytes: greedy + tail.bytes,
-            minimum_arena_bytes: tail::minimum_arena(&tail, greedy, buffers.len()),
+            tail_bytes: tail,
+            predicted_arena_bytes: tail.map(|tail| greedy + tail),
+            minimum_arena_bytes: minimum,
             caveats,
             peak_step,
             live_at_peak: buffers
@@ -121,6 +136,30 @@ impl Analysis {
         } else {
             (self.linear_bytes - self.greedy_bytes) as f64 * 100.0 / self.linear_bytes as f64
         }
+    }
+}
+
+/// A planned buffer as the analysis lists it: a tensor, or the scratch
+/// buffer of the operator at its step.
+fn planned(model: &Model, b: &Buffer, offset: usize) -> PlannedTensor {
+    let sg = &model.subgraphs[0];
+    let (name, kind, shape) = match sg.tensors.get(b.tensor) {
+        Some(t) => (t.name.clone(), tflite::type_name(t.kind), t.shape.clone()),
+        None => {
+            let op = &sg.operators[b.first as usize];
+            let code = model.operator_codes[op.opcode_index as usize].builtin;
+            (format!("scratch of {} at step {}", tflite::builtin_name(code), b.first), "scratch", vec![])
+        }
+    };
+    PlannedTensor {
+        index: b.tensor,
+        name,
+        kind,
+        shape,
+        bytes: b.bytes,
+        first_step: b.first,
+        last_step: b.last,
+        greedy_offset: offset,
     }
 }
 
@@ -147,8 +186,18 @@ mod tests {
     }
 
     /// A graph written with the flatbuffers builder and read back, so the
-    /// whole path from file to plan is exercised.
+    /// whole path from file to plan is exercised; analysed for the 2020 TFLM.
     fn analyse(tensors: Vec<Tensor>, operators: Vec<Operator>, inputs: &[i32], outputs: &[i32]) -> Analysis {
+        analyse_for(Generation::Tfmicro2020, tensors, operators, inputs, outputs)
+    }
+
+    fn analyse_for(
+        tflm: Generation,
+        tensors: Vec<Tensor>,
+        operators: Vec<Operator>,
+        inputs: &[i32],
+        outputs: &[i32],
+    ) -> Analysis {
         let model = Model {
             version: 3,
             description: None,
@@ -157,7 +206,7 @@ mod tests {
             subgraphs: vec![Subgraph { tensors, inputs: inputs.to_vec(), outputs: outputs.to_vec(), operators }],
             buffers: vec![0, 64],
         };
-        Analysis::of("synthetic", &tflite::read(&tflite::write(&model)).unwrap()).unwrap()
+        Analysis::of("synthetic", &tflite::read(&tflite::write(&model)).unwrap(), tflm).unwrap()
     }
 
     fn offsets(a: &Analysis) -> Vec<(usize, usize, usize)> {
@@ -191,30 +240,73 @@ mod tests {
         assert_eq!(a.planned.iter().find(|t| t.index == 4).unwrap().shape, Vec::<i32>::new());
     }
 
+    fn two_adds_with_a_constant_and_a_variable() -> (Vec<Tensor>, Vec<Operator>) {
+        let mut state = tensor("state", &[1, 4], 0);
+        state.is_variable = true;
+        let tensors = vec![
+            tensor("a", &[1, 4], 0),
+            tensor("b", &[1, 4], 0),
+            tensor("c", &[1, 4], 0),
+            tensor("k", &[16], 1),
+            state,
+        ];
+        (tensors, vec![op(&[0, 3, 4], &[1]), op(&[0, 1], &[2])])
+    }
+
     /// Equal sizes keep tensor order (TFLM's sort is stable), and a constant
     /// (tensor 3, its buffer has data) and a variable are never planned.
     #[test]
     fn equal_sizes_constants_and_variables() {
-        let mut state = tensor("state", &[1, 4], 0);
-        state.is_variable = true;
-        let a = analyse(
-            vec![
-                tensor("a", &[1, 4], 0),
-                tensor("b", &[1, 4], 0),
-                tensor("c", &[1, 4], 0),
-                tensor("k", &[16], 1),
-                state,
-            ],
-            vec![op(&[0, 3, 4], &[1]), op(&[0, 1], &[2])],
-            &[0],
-            &[2],
-        );
+        let (tensors, operators) = two_adds_with_a_constant_and_a_variable();
+        let a = analyse(tensors, operators, &[0], &[2]);
         assert_eq!(offsets(&a), [(0, 16, 0), (1, 16, 16), (2, 16, 32)]);
         assert_eq!((a.greedy_bytes, a.lower_bound_bytes), (48, 48));
         // The tail by hand: the allocator (20), five TfLiteTensors (320), two
         // NodeAndRegistrations (80), two TfLiteAddParams (8): 428; then the
         // variable's 16 bytes, 16-aligned: 448.
-        assert_eq!((a.tail_bytes, a.predicted_arena_bytes), (448, 48 + 448));
+        assert_eq!((a.tail_bytes, a.predicted_arena_bytes), (Some(448), Some(48 + 448)));
+    }
+
+    /// The same graph on today's TFLM, the tail by hand: its three allocator
+    /// objects (36 + 44 + 36), the builtin-data allocator (8) and one
+    /// SubgraphAllocations (8): 132; five TfLiteEvalTensors (60): 192; two
+    /// NodeAndRegistrations (64): 256; two TfLiteAddParams (2 each): 260;
+    /// two OpDataAdd (60 each, 16-aligned): 384; the variable (16): 400;
+    /// the input's pointer array (4, 16-aligned): 416 and its TfLiteTensor
+    /// (32): 448; the output's: 464 and 496. The least arena is not
+    /// predicted, and says so.
+    #[test]
+    fn the_current_tail_of_a_small_graph() {
+        let (tensors, operators) = two_adds_with_a_constant_and_a_variable();
+        let a = analyse_for(Generation::Current, tensors, operators, &[0], &[2]);
+        assert_eq!(
+            (a.tflm, a.greedy_bytes, a.tail_bytes, a.predicted_arena_bytes),
+            ("current", 48, Some(496), Some(544))
+        );
+        assert_eq!(a.minimum_arena_bytes, None);
+        assert_eq!(a.caveats, [LEAST_ARENA_CURRENT]);
+    }
+
+    /// An operator whose kernel the current prediction does not know: the
+    /// plan stands, the arena is not predicted, and the caveat names it.
+    #[test]
+    fn an_unknown_kernel_is_named_and_not_guessed() {
+        let model = Model {
+            version: 3,
+            description: None,
+            metadata: vec![],
+            operator_codes: vec![OperatorCode { builtin: 0, custom: Some("MyOp".into()), version: 1 }],
+            subgraphs: vec![Subgraph {
+                tensors: vec![tensor("in", &[1, 4], 0), tensor("out", &[1, 4], 0)],
+                inputs: vec![0],
+                outputs: vec![1],
+                operators: vec![op(&[0], &[1])],
+            }],
+            buffers: vec![0],
+        };
+        let a = Analysis::of("m", &model, Generation::Current).unwrap();
+        assert_eq!((a.greedy_bytes, a.tail_bytes, a.predicted_arena_bytes), (32, None, None));
+        assert!(a.caveats[0].contains("the kernels of MyOp allocate"), "{:?}", a.caveats);
     }
 
     /// A tensor that is written but never read has no lifetime TFLM accepts.
@@ -233,7 +325,7 @@ mod tests {
             }],
             buffers: vec![0],
         };
-        let e = Analysis::of("m", &model).unwrap_err().to_string();
+        let e = Analysis::of("m", &model, Generation::Tfmicro2020).unwrap_err().to_string();
         assert!(e.contains("tensor 2 (`dangling`)"), "{e}");
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::analysis::Analysis;
 use crate::model::tflite;
+use crate::model::tree::Generation;
 
 /// A deterministic xorshift generator: the same seed damages the same way.
 pub struct Damage {
@@ -53,7 +54,9 @@ impl Damage {
 /// blanked (so "offset at 96" and "offset at 128" are one kind).
 pub fn outcome(data: &[u8]) -> Option<String> {
     let error = match tflite::read(data) {
-        Ok(model) => Analysis::of("fuzz", &model).err()?,
+        Ok(model) => [Generation::Tfmicro2020, Generation::Current]
+            .into_iter()
+            .find_map(|tflm| Analysis::of("fuzz", &model, tflm).err())?,
         Err(e) => e,
     };
     // Names (between backticks) and numbers are blanked.

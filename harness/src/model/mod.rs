@@ -8,3 +8,4 @@ pub mod registry;
 pub mod tail;
 pub mod tflite;
 pub mod tflm_ops;
+pub mod tree;

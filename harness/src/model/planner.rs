@@ -7,10 +7,19 @@ use crate::model::tflite::{Model, ReadError};
 /// TFLM aligns every planned buffer to this.
 pub const BUFFER_ALIGNMENT: usize = 16;
 
-/// A tensor the planner places: its aligned size and the operator steps
+/// A buffer a kernel asks for in the planned head, alive during its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scratch {
+    pub step: i32,
+    pub bytes: usize,
+}
+
+/// A buffer the planner places: its aligned size and the operator steps
 /// from which it is written until its last read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Buffer {
+    /// The tensor's index; past the last tensor, the scratch buffers in the
+    /// order kernels requested them.
     pub tensor: usize,
     pub bytes: usize,
     pub first: i32,
@@ -18,9 +27,10 @@ pub struct Buffer {
 }
 
 /// The planned tensors of subgraph 0, in tensor order, as TFLM's
-/// `AllocationInfoBuilder::AddTensors` selects them: no data in the model,
-/// not a variable, and written by an operator or fed as an input.
-pub fn buffers(model: &Model) -> Result<Vec<Buffer>, ReadError> {
+/// `AllocationInfoBuilder::AddTensors` selects them (no data in the model,
+/// not a variable, and written by an operator or fed as an input), then the
+/// kernels' scratch buffers.
+pub fn buffers(model: &Model, scratch: &[Scratch]) -> Result<Vec<Buffer>, ReadError> {
     let err = |why: String| ReadError { at: "plan", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
     let n = sg.tensors.len();
@@ -66,6 +76,12 @@ pub fn buffers(model: &Model) -> Result<Vec<Buffer>, ReadError> {
             last: last[i],
         });
     }
+    planned.extend(scratch.iter().enumerate().map(|(k, s)| Buffer {
+        tensor: n + k,
+        bytes: s.bytes.next_multiple_of(BUFFER_ALIGNMENT),
+        first: s.step,
+        last: s.step,
+    }));
     Ok(planned)
 }
 

@@ -213,7 +213,19 @@ impl Quantization {
     }
 }
 
+/// `TensorType` codes the analyzer tells apart.
+pub const FLOAT32: u8 = 0;
+pub const INT16: u8 = 7;
+pub const INT8: u8 = 9;
+pub const INT4: u8 = 17;
+
 impl Tensor {
+    /// Elements of the tensor (1 for a scalar; None for a negative or
+    /// overflowing shape).
+    pub fn elements(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+    }
+
     /// Bytes of the tensor's data (None for a type TFLM cannot size).
     pub fn bytes(&self) -> Option<usize> {
         let element: usize = match self.kind {
@@ -223,7 +235,7 @@ impl Tensor {
             3 | 5 | 6 | 9 => 1, // uint8, string, bool, int8
             _ => return None,
         };
-        self.shape.iter().try_fold(element, |acc: usize, &d| acc.checked_mul(usize::try_from(d).ok()?))
+        self.elements()?.checked_mul(element)
     }
 }
 

@@ -9,8 +9,7 @@ use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
-use crate::run::measurement::metric;
-use crate::run::measurement::{ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT};
+use crate::run::measurement::{metric, ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT, RECORDED};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout, Runner};
 use crate::target::runner::probe::ProbeSummary;
@@ -269,6 +268,31 @@ pub fn markdown(results: &Results, c: &Comparison) -> String {
             out.push_str(&format!("\n### {title}\n\n{}\n", items.join("\n")));
         }
     }
+    out + &breakdowns(results)
+}
+
+/// TFLM's own account of the arena, where records carry it: bytes used
+/// (allocations) per allocation type, from the recording image.
+fn breakdowns(results: &Results) -> String {
+    let with: Vec<_> = results.records.iter().filter_map(|r| Some((r, r.tflm_breakdown.as_ref()?))).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n### TFLM's account of the arena\n\nFrom its recording allocator, in an image of its own: bytes used (allocations).\n\n\
+         | board/model | head | tail | allocator objects |",
+    );
+    for name in RECORDED {
+        out += &format!(" {} |", name.replace('_', " "));
+    }
+    out += &format!("\n|---|--:|--:|--:|{}\n", "--:|".repeat(RECORDED.len()));
+    for (r, b) in with {
+        out += &format!("| {}/{} | {} | {} | {} |", r.board, r.model, b.head_bytes, b.tail_bytes, b.allocator_bytes);
+        for name in RECORDED {
+            out += &b.recorded.get(name).map_or(" - |".to_owned(), |a| format!(" {} ({}) |", a.used_bytes, a.count));
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -512,11 +536,15 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
         a.peak_step,
         live.join(", "),
     );
+    let figure = |bytes: Option<usize>| bytes.map_or("-".to_owned(), |b| format!("{b} bytes"));
     out.push_str(&format!(
-        "\narena tail (persistent):         {} bytes\n\
-         arena used, predicted:           {} bytes (head + tail: TFLM's arena_used_bytes() on 32-bit Arm)\n\
-         least arena TFLM accepts:        {} bytes (planning borrows room beyond head + tail)",
-        a.tail_bytes, a.predicted_arena_bytes, a.minimum_arena_bytes
+        "\narena tail (persistent):         {}\n\
+         arena used, predicted:           {} (head + tail: TFLM's arena_used_bytes() on 32-bit Arm, {} TFLM)\n\
+         least arena TFLM accepts:        {} (planning borrows room beyond head + tail)",
+        figure(a.tail_bytes),
+        figure(a.predicted_arena_bytes),
+        a.tflm,
+        figure(a.minimum_arena_bytes)
     ));
     for caveat in &a.caveats {
         out.push_str(&format!("\nnote: {caveat}"));

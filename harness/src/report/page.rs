@@ -11,6 +11,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::model::analysis::Analysis;
+use crate::model::tree::Generation;
 use crate::report::svg::{bytes, escape, Chart};
 use crate::report::{cells, comparison_summary, findings, runtime_changes};
 use crate::run::measurement::{metric, Measurement};
@@ -59,18 +60,19 @@ pub fn gather(
     let mut notes = Vec::new();
     let mut analyses = Vec::new();
     let specs = models::load(models_file).map(|f| f.models).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
-    let mut run_models: Vec<&str> = Vec::new();
+    // Each model once, for the TFLM it ran on.
+    let mut run_models: Vec<(&str, &str)> = Vec::new();
     for image in &results.images {
-        if !run_models.contains(&image.model.as_str()) {
-            run_models.push(&image.model);
+        if !run_models.iter().any(|(model, _)| *model == image.model) {
+            run_models.push((&image.model, &image.tflm_generation));
         }
     }
-    for name in run_models {
+    for (name, generation) in run_models {
         let Some(spec) = specs.iter().find(|s| s.name == name) else { continue };
-        match spec
-            .parse()
-            .map_err(|e| e.to_string())
-            .and_then(|model| Analysis::of(name, &model.parsed).map_err(|e| e.to_string()))
+        let tflm = Generation::named(generation).ok_or_else(|| format!("unknown TFLM generation `{generation}`"));
+        match tflm
+            .and_then(|tflm| Ok((tflm, spec.parse().map_err(|e| e.to_string())?)))
+            .and_then(|(tflm, model)| Analysis::of(name, &model.parsed, tflm).map_err(|e| e.to_string()))
         {
             Ok(a) => analyses.push(a),
             Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
@@ -289,22 +291,33 @@ fn layout(html: &mut String, a: &Analysis) {
     chart.axes("operator step", "arena offset", 4, &|v| format!("{v:.0}"), &|v| bytes(v));
     let _ = writeln!(
         html,
-        "<figure class=\"layout\" data-model=\"{m}\" data-planned=\"{n}\">{}\n<figcaption><b>{m}</b>: {n} planned tensors over {} steps; greedy head {} bytes, lower bound {} bytes (step {}), linear {} bytes; tail {} bytes; TFLM uses {} bytes, accepts no less than {}.</figcaption></figure>",
+        "<figure class=\"layout\" data-model=\"{m}\" data-planned=\"{n}\">{}\n<figcaption><b>{m}</b>: {n} planned tensors over {} steps; greedy head {} bytes, lower bound {} bytes (step {}), linear {} bytes; {}</figcaption></figure>",
         chart.finish(&format!("arena layout of {}", a.model)),
         a.operator_count,
         a.greedy_bytes,
         a.lower_bound_bytes,
         a.peak_step,
         a.linear_bytes,
-        a.tail_bytes,
-        a.predicted_arena_bytes,
-        a.minimum_arena_bytes,
+        predicted(a),
         m = escape(&a.model),
         n = a.planned.len(),
     );
 }
 
 /// The segments of one record, in the order they stack.
+/// The caption's arena sentence: what TFLM will use and accept, as far as
+/// the analysis predicts it for its TFLM.
+fn predicted(a: &Analysis) -> String {
+    let mut sentence = match (a.tail_bytes, a.predicted_arena_bytes) {
+        (Some(tail), Some(used)) => format!("tail {tail} bytes; the {} TFLM uses {used} bytes", a.tflm),
+        _ => format!("no tail predicted for the {} TFLM", a.tflm),
+    };
+    if let Some(least) = a.minimum_arena_bytes {
+        sentence += &format!(", accepts no less than {least}");
+    }
+    sentence + "."
+}
+
 fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
     let m = |name: &str| r.metrics.get(name).copied().unwrap_or(0).max(0) as f64;
     let pool = m(metric::POOL_CAPACITY_BYTES);

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use hilmem_protocol::WARM_UP_FRAMES;
 
-use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS};
-use crate::run::record::{context, record, RunError};
+use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS, SINGLE_FRAME};
+use crate::run::record::{context, record, tflm_breakdown, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError};
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError};
@@ -101,6 +101,7 @@ pub enum Event<'a> {
     Building {
         board: &'a str,
         model: &'a str,
+        variant: Variant,
         /// The arena it is built with, and what the board's budget sets
         /// aside for it.
         arena_bytes: u32,
@@ -226,21 +227,26 @@ struct Setup<'a> {
     progress: &'a (dyn Fn(Event) + Sync),
 }
 
-/// Builds (or finds) the model's image and runs each scenario on it.
+/// Builds (or finds) the model's image and runs each scenario on it. On a
+/// current TFLM the single frame also runs an image over TFLM's recording
+/// allocator, built beside the first, for TFLM's own breakdown of the arena.
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
+    let breakdown = runtime.generation() == Generation::Current
+        && options.scenarios.iter().any(|s| s == SINGLE_FRAME)
+        && options.variant == Variant::Standard;
     // The model was read once for the run; its arena is resolved once per
     // board, and every later step reads the number.
+    let mut recording = None;
     let built = file.as_ref().map_err(ToString::to_string).and_then(|model| {
-        if model.spec.arena == Arena::Auto && runtime.generation() != Generation::Tfmicro2020 {
-            return Err(format!(
-                "`arena_bytes = \"auto\"` sizes the arena from the analyzer, which predicts for the bundled 2020 TFLM \
-                 only; give `arena_bytes` for {runtime}"
-            ));
-        }
-        let sized = model.sized_for(board).map_err(|e| RunError::from(BuildError::from(e)));
+        let sized = model.sized_for(board, runtime.generation()).map_err(|e| RunError::from(BuildError::from(e)));
         let built = sized.and_then(|model| {
-            let image = image(setup, board, &model)?;
+            let image = std::thread::scope(|s| {
+                let other = breakdown.then(|| s.spawn(|| image(setup, board, &model, Variant::Recording)));
+                let image = image(setup, board, &model, options.variant);
+                recording = other.map(|h| h.join().expect("the recording image's build panicked"));
+                image
+            })?;
             let info = Image::of(board, &model, runtime, rustc).map_err(BuildError::from)?;
             Ok((model, image, info))
         });
@@ -258,11 +264,23 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     };
     let name = &spec.name;
     let timeout = options.timeout.unwrap_or(board.timeout);
+    let run = |firmware: &Firmware, sizes: ImageSizes, scenario: &str| {
+        execute(board, spec, firmware, scenario, options.frames, timeout, &options.run)
+            .and_then(|run| Ok((record(board, &model, firmware, sizes, scenario, &run)?, run)))
+    };
     let runs = scenarios
         .map(|scenario| {
             progress(Event::Running { board: &board.name, model: name, scenario });
-            let outcome = execute(board, spec, &firmware, scenario, options.frames, timeout, &options.run)
-                .and_then(|run| record(board, &model, &firmware, sizes, scenario, &run));
+            let mut outcome = run(&firmware, sizes, scenario).map(|(record, _)| record);
+            if let (Some(image), SINGLE_FRAME, Ok(record)) = (recording.take(), scenario.as_str(), &mut outcome) {
+                let recorded = image
+                    .and_then(|(firmware, sizes)| run(&firmware, sizes, scenario))
+                    .and_then(|(_, run)| tflm_breakdown(board, spec, &run));
+                match recorded {
+                    Ok(breakdown) => record.tflm_breakdown = Some(breakdown),
+                    Err(e) => outcome = Err(e),
+                }
+            }
             progress(Event::Finished { board: &board.name, model: name, scenario, ok: outcome.is_ok() });
             (scenario.clone(), outcome)
         })
@@ -270,19 +288,20 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     (Some(info), runs)
 }
 
-fn image(setup: &Setup, board: &Board, model: &Model) -> Result<(Firmware, ImageSizes), RunError> {
+fn image(setup: &Setup, board: &Board, model: &Model, variant: Variant) -> Result<(Firmware, ImageSizes), RunError> {
     let Setup { ws, runtime, options, progress, .. } = *setup;
     let firmware = if options.build {
         progress(Event::Building {
             board: &board.name,
             model: &model.spec.name,
-            arena_bytes: model.arena_bytes(board).map_err(BuildError::from)?,
+            variant,
+            arena_bytes: model.arena_bytes(board, runtime.generation()).map_err(BuildError::from)?,
             budget_bytes: board.budget.tensor_arena_bytes,
         });
         let mut output = |line: &str| progress(Event::BuildOutput { board: &board.name, line });
-        firmware::build(ws, board, model, runtime, options.variant, &mut output)?
+        firmware::build(ws, board, model, runtime, variant, &mut output)?
     } else {
-        let firmware = firmware::built(ws, board, model, runtime);
+        let firmware = firmware::built(ws, board, model, runtime, variant);
         if !firmware.elf.is_file() {
             return Err(RunError::NotBuilt {
                 context: format!("board `{}`, model `{}`", board.name, model.spec.name),

@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use hilmem_protocol::exit;
 
 use crate::model::analysis::Analysis;
-use crate::run::measurement::{checks, metric, ArenaPrediction, Measurement, SINGLE_FRAME};
+use crate::run::measurement::{
+    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, RECORDED, SINGLE_FRAME,
+};
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
 use crate::spec::models::{Model, ModelSpec};
-use crate::spec::runtime::Generation;
 use crate::target::elf::{ElfError, ImageSizes};
 use crate::target::firmware::{BuildError, Firmware};
 use crate::target::runner::{Ending, Run, RunnerError};
@@ -150,13 +151,12 @@ pub fn record(
             metrics.insert(name.into(), value);
         }
     }
-    // The analyzer predicts what the 2020 TFLM does.
-    let predicted = predicts_for(board) && firmware.tflm == Generation::Tfmicro2020;
-    let arena_prediction = (scenario == SINGLE_FRAME && predicted)
+    // The analyzer predicts for 32-bit Arm, for the firmware's TFLM.
+    let arena_prediction = (scenario == SINGLE_FRAME && predicts_for(board))
         .then(|| {
-            let analysis = Analysis::of(&spec.name, &model.parsed).ok()?;
+            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm).ok()?;
             Some(ArenaPrediction {
-                predicted_bytes: analysis.predicted_arena_bytes as i64,
+                predicted_bytes: analysis.predicted_arena_bytes? as i64,
                 measured_bytes: metrics[metric::ARENA_USED_BYTES],
             })
         })
@@ -169,10 +169,91 @@ pub fn record(
         notes: session.notes.clone(),
         checks: checks(spec, scenario, session),
         arena_prediction,
+        tflm_breakdown: None,
+    })
+}
+
+/// TFLM's breakdown from a run of the recording image (already a record:
+/// the run was checked like any other).
+pub fn tflm_breakdown(board: &Board, spec: &ModelSpec, run: &Run) -> Result<TflmBreakdown, RunError> {
+    breakdown_in(&run.session.log).map_err(|what| RunError::Target {
+        context: context(board, spec, SINGLE_FRAME),
+        what: format!("the recording image did not print {what}"),
+        tail: format!("last lines from the target:\n  {}", run.session.tail(TAIL_LINES).join("\n  ")),
+    })
+}
+
+/// The breakdown in what the recording image printed: its head, tail and
+/// allocator objects, and one line per allocation type; else what is missing.
+fn breakdown_in(log: &[String]) -> Result<TflmBreakdown, String> {
+    let reported = |prefix: &str| tflm_reported(log, prefix).ok_or_else(|| format!("`{prefix}N bytes`"));
+    let mut recorded = std::collections::BTreeMap::new();
+    for name in RECORDED {
+        let prefix = format!("Recorded {name}: ");
+        // "<used> used, <requested> requested, <count> allocations"
+        let numbers: Option<Vec<i64>> = log.iter().rev().find_map(|l| l.strip_prefix(&prefix)).and_then(|rest| {
+            let words: Vec<&str> = rest.split(", ").collect();
+            let units = ["used", "requested", "allocations"];
+            (words.len() == units.len())
+                .then(|| words.iter().zip(units).map(|(w, unit)| w.strip_suffix(unit)?.trim().parse().ok()).collect())
+                .flatten()
+        });
+        let Some(&[used_bytes, requested_bytes, count]) = numbers.as_deref() else {
+            return Err(format!("`{prefix}U used, R requested, C allocations`"));
+        };
+        recorded.insert(name.to_owned(), Recorded { used_bytes, requested_bytes, count });
+    }
+    Ok(TflmBreakdown {
+        head_bytes: reported("Head usage: ")?,
+        tail_bytes: reported("Tail usage: ")?,
+        allocator_bytes: reported("Allocator objects: ")?,
+        recorded,
     })
 }
 
 /// A figure TFLM printed as `<prefix><n> bytes` (the last one, if several).
 fn tflm_reported(log: &[String], prefix: &str) -> Option<i64> {
     log.iter().rev().find_map(|line| line.strip_prefix(prefix)?.strip_suffix(" bytes")?.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| (*l).to_owned()).collect()
+    }
+
+    const HEAD: [&str; 3] = ["Head usage: 48 bytes", "Tail usage: 1004 bytes", "Allocator objects: 236 bytes"];
+
+    /// Every allocation type's line is read, with the head, tail and
+    /// allocator objects; TFLM's own chatter around them is ignored.
+    #[test]
+    fn the_recording_image_lines_make_a_breakdown() {
+        let mut lines = log(&HEAD);
+        lines.push("some TFLM message".into());
+        for (i, name) in RECORDED.iter().enumerate() {
+            lines.push(format!("Recorded {name}: {} used, {} requested, {i} allocations", 16 * i, 12 * i));
+        }
+        let b = breakdown_in(&lines).unwrap();
+        assert_eq!((b.head_bytes, b.tail_bytes, b.allocator_bytes), (48, 1004, 236));
+        assert_eq!(b.recorded["persistent_buffers"], Recorded { used_bytes: 48, requested_bytes: 36, count: 3 });
+        assert_eq!(b.recorded.len(), RECORDED.len());
+    }
+
+    /// A missing or garbled line names what was expected.
+    #[test]
+    fn a_missing_or_garbled_line_is_named() {
+        let mut lines = log(&HEAD);
+        for name in RECORDED.iter().skip(1) {
+            lines.push(format!("Recorded {name}: 1 used, 1 requested, 1 allocations"));
+        }
+        let e = breakdown_in(&lines).unwrap_err();
+        assert_eq!(e, "`Recorded eval_tensors: U used, R requested, C allocations`");
+        lines.push("Recorded eval_tensors: 12 used, twelve requested, 1 allocations".into());
+        assert_eq!(breakdown_in(&lines).unwrap_err(), e);
+        lines.push("Recorded eval_tensors: 12 used, 12 requested, 1 allocations".into());
+        lines.retain(|l| !l.starts_with("Tail usage"));
+        assert_eq!(breakdown_in(&lines).unwrap_err(), "`Tail usage: N bytes`");
+    }
 }

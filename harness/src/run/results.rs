@@ -11,7 +11,7 @@ use crate::fsutil::write_atomic;
 use crate::run::measurement::Measurement;
 use crate::spec::board::Board;
 use crate::spec::models::{Model, ModelsError};
-use crate::spec::runtime::Runtime;
+use crate::spec::runtime::{Generation, Runtime};
 
 /// A board, model and scenario that produced no measurement, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,9 +30,17 @@ pub struct Image {
     pub model: String,
     pub model_sha256: String,
     pub tflm: String,
+    /// Its generation, as the analysis predicts for it: `2020` or `current`.
+    #[serde(default = "tfmicro2020")]
+    pub tflm_generation: String,
     pub rustc: String,
     pub target: String,
     pub arena_bytes: u32,
+}
+
+/// What results written before images named their generation ran on.
+fn tfmicro2020() -> String {
+    Generation::Tfmicro2020.name().to_owned()
 }
 
 impl Image {
@@ -43,9 +51,10 @@ impl Image {
             model: model.spec.name.clone(),
             model_sha256: sha,
             tflm: runtime.identity.clone(),
+            tflm_generation: runtime.generation().name().to_owned(),
             rustc: rustc.to_owned(),
             target: board.target.clone(),
-            arena_bytes: model.arena_bytes(board)?,
+            arena_bytes: model.arena_bytes(board, runtime.generation())?,
         })
     }
 

@@ -6,14 +6,15 @@ use crate::model::analysis::Analysis;
 use crate::model::planner::BUFFER_ALIGNMENT;
 use crate::spec::board::{Board, Layout};
 
-/// Why a prediction does not apply to a board.
+/// Why there is no least arena to fit.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "board `{board}` runs {target}: the arena prediction is for 32-bit Arm (thumb) targets; give `arena_bytes` for it"
-)]
-pub struct NotPredicted {
-    pub board: String,
-    pub target: String,
+pub enum NotPredicted {
+    #[error(
+        "board `{board}` runs {target}: the arena prediction is for 32-bit Arm (thumb) targets; give `arena_bytes` for it"
+    )]
+    Target { board: String, target: String },
+    #[error("no least arena for `{model}` on the {tflm} TFLM: {why}; give `arena_bytes` for it")]
+    Model { model: String, tflm: &'static str, why: String },
 }
 
 /// How a model's arena fits a board.
@@ -49,11 +50,15 @@ pub fn predicts_for(board: &Board) -> bool {
 /// and RAM.
 pub fn fit(analysis: &Analysis, board: &Board) -> Result<Fit, NotPredicted> {
     let (Layout::BareMetal(map), true) = (&board.layout, predicts_for(board)) else {
-        return Err(NotPredicted { board: board.name.clone(), target: board.target.clone() });
+        return Err(NotPredicted::Target { board: board.name.clone(), target: board.target.clone() });
     };
+    let minimum = analysis.minimum_arena_bytes.ok_or_else(|| NotPredicted::Model {
+        model: analysis.model.clone(),
+        tflm: analysis.tflm,
+        why: analysis.caveats.join("; "),
+    })?;
     let margin = board.budget.safety_margin_percent;
-    let suggested = (analysis.minimum_arena_bytes + (analysis.minimum_arena_bytes * margin as usize).div_ceil(100))
-        .next_multiple_of(BUFFER_ALIGNMENT);
+    let suggested = (minimum + (minimum * margin as usize).div_ceil(100)).next_multiple_of(BUFFER_ALIGNMENT);
     // A region of its own holds only the arena; in RAM the stack's budget
     // is taken off (static data is not known before the build).
     let (region, region_bytes) = match map.arena {
@@ -62,7 +67,7 @@ pub fn fit(analysis: &Analysis, board: &Board) -> Result<Fit, NotPredicted> {
     };
     Ok(Fit {
         board: board.name.clone(),
-        minimum_arena_bytes: analysis.minimum_arena_bytes,
+        minimum_arena_bytes: minimum,
         safety_margin_percent: margin,
         suggested_arena_bytes: suggested,
         budget_arena_bytes: board.budget.tensor_arena_bytes as usize,

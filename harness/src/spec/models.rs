@@ -10,7 +10,7 @@ use crate::model::analysis::Analysis;
 use crate::model::tflite;
 use crate::spec::board::Board;
 use crate::spec::fit;
-use crate::spec::runtime::{Choice, Runtime, RuntimeError};
+use crate::spec::runtime::{Choice, Generation, Runtime, RuntimeError};
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -411,13 +411,13 @@ fn not_tflite(model: &str, path: &Path, e: tflite::ReadError) -> ModelsError {
 }
 
 impl Model {
-    /// The arena to build for `board`: as configured, or for "auto" the
-    /// analyzer's suggestion for the board.
-    pub fn arena_bytes(&self, board: &Board) -> Result<u32, ModelsError> {
+    /// The arena to build for `board` and a TFLM of generation `tflm`: as
+    /// configured, or for "auto" the analyzer's suggestion for the board.
+    pub fn arena_bytes(&self, board: &Board, tflm: Generation) -> Result<u32, ModelsError> {
         match self.spec.arena {
             Arena::Bytes(bytes) => Ok(bytes),
             Arena::Auto => {
-                let analysis = Analysis::of(&self.spec.name, &self.parsed)
+                let analysis = Analysis::of(&self.spec.name, &self.parsed, tflm)
                     .map_err(|e| not_tflite(&self.spec.name, &self.spec.file, e))?;
                 let fit = fit::fit(&analysis, board)
                     .map_err(|source| ModelsError::Auto { model: self.spec.name.clone(), source })?;
@@ -428,8 +428,8 @@ impl Model {
 
     /// This model with its arena resolved for `board`, so that "auto" is
     /// analysed once per board rather than by every step that needs the size.
-    pub fn sized_for(&self, board: &Board) -> Result<Model, ModelsError> {
-        let spec = ModelSpec { arena: Arena::Bytes(self.arena_bytes(board)?), ..self.spec.clone() };
+    pub fn sized_for(&self, board: &Board, tflm: Generation) -> Result<Model, ModelsError> {
+        let spec = ModelSpec { arena: Arena::Bytes(self.arena_bytes(board, tflm)?), ..self.spec.clone() };
         Ok(Model { spec, ..self.clone() })
     }
 }
@@ -619,13 +619,17 @@ expect_class = 2
         let spec = &load_text(&text).unwrap()[0];
         assert_eq!(spec.arena, Arena::Auto);
         let board = |name| Board::load(&ws, name).unwrap();
-        let analysis = Analysis::of("m", &tflite::read(&std::fs::read(&hello).unwrap()).unwrap()).unwrap();
+        let parsed = tflite::read(&std::fs::read(&hello).unwrap()).unwrap();
+        let analysis = Analysis::of("m", &parsed, Generation::Tfmicro2020).unwrap();
         let model = spec.read(&Runtime::bundled()).unwrap();
-        let m7 = model.arena_bytes(&board("qemu-m7")).unwrap();
+        let m7 = model.arena_bytes(&board("qemu-m7"), Generation::Tfmicro2020).unwrap();
         assert_eq!(m7 as usize, fit::fit(&analysis, &board("qemu-m7")).unwrap().suggested_arena_bytes);
-        assert!(m7 as usize > analysis.minimum_arena_bytes && m7.is_multiple_of(16), "{m7}");
-        let host = model.arena_bytes(&board("host")).unwrap_err().to_string();
+        assert!(m7 as usize > analysis.minimum_arena_bytes.unwrap() && m7.is_multiple_of(16), "{m7}");
+        let host = model.arena_bytes(&board("host"), Generation::Tfmicro2020).unwrap_err().to_string();
         assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
+        // Today's TFLM: the least arena is not predicted, and "auto" says so.
+        let current = model.arena_bytes(&board("qemu-m7"), Generation::Current).unwrap_err().to_string();
+        assert!(current.contains("no least arena for `m` on the current TFLM"), "{current}");
     }
 
     #[test]

@@ -12,16 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::gitrepo;
 use crate::model::registry::Operators;
 
-/// How the firmware's build finds, selects and compiles a TFLM tree; the
-/// build script includes the same file and uses all of it.
-#[allow(dead_code)]
-mod tree {
-    use std::path::{Path, PathBuf};
-    use std::{env, fs};
-    include!("../../../firmware/tflm-sys/tree.rs");
-}
-
-pub use tree::{bundled_tree, Generation, Tree};
+pub use crate::model::tree::{bundled_tree, Generation, Tree};
 
 /// What a run's records say for the bundled archive.
 pub const BUNDLED: &str = "tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)";
@@ -87,7 +78,7 @@ impl Runtime {
         }
         let root = path.canonicalize().map_err(|e| format!("{}: {e}", path.display()))?;
         // The bundled archive named by its path is still the bundled TFLM.
-        if tree::bundled_root().ok().and_then(|r| r.canonicalize().ok()).as_ref() == Some(&root) {
+        if crate::model::tree::bundled_root().ok().and_then(|r| r.canonicalize().ok()).as_ref() == Some(&root) {
             return Ok(Runtime::bundled());
         }
         let tree = Tree::at(&root)?;
@@ -120,15 +111,6 @@ impl fmt::Display for Runtime {
             None => write!(f, "the bundled TFLM ({BUNDLED})"),
             Some(tree) => write!(f, "TFLM {} at {}", self.identity, tree.root.display()),
         }
-    }
-}
-
-impl fmt::Display for Generation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Generation::Tfmicro2020 => "2020",
-            Generation::Current => "current",
-        })
     }
 }
 

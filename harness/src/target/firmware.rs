@@ -83,7 +83,7 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     // one package, and the arriving model's first input.
     let ota = &spec.ota;
     let ota_model = &model.update.bytes;
-    let arena = model.arena_bytes(board)?;
+    let arena = model.arena_bytes(board, runtime.generation())?;
     let header = Header::for_model(
         ota_model,
         ota.version,
@@ -219,12 +219,15 @@ pub fn rustc_version(ws: &Workspace) -> String {
 /// Whether this process has fetched the firmware's dependencies.
 static FETCHED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
 
+/// Held while a build writes its configuration.
+static CONFIG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
-/// Which firmware to build: the reference firmware, or one of two variants
-/// for testing and weighing it.
+/// Which firmware to build: the reference firmware, or a variant for
+/// testing it, weighing it, or TFLM's own account of the arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     Standard,
@@ -233,6 +236,9 @@ pub enum Variant {
     InjectLeak,
     /// Without the measurement machinery (only to weigh it).
     Uninstrumented,
+    /// The interpreter over TFLM's recording allocator, for its breakdown of
+    /// the arena (a current TFLM only).
+    Recording,
 }
 
 impl Variant {
@@ -243,6 +249,7 @@ impl Variant {
             Variant::Standard => {}
             Variant::InjectLeak => features.push("inject-leak"),
             Variant::Uninstrumented => args.push("--no-default-features".to_owned()),
+            Variant::Recording => features.push("tflm-recording"),
         }
         args.extend(["--features".to_owned(), features.join(",")]);
         args
@@ -253,6 +260,7 @@ impl Variant {
             Variant::Standard => "",
             Variant::InjectLeak => "+inject-leak",
             Variant::Uninstrumented => "+uninstrumented",
+            Variant::Recording => "+recording",
         }
     }
 }
@@ -276,14 +284,25 @@ pub fn build(
         move |source| BuildError::Io { board, what, source }
     };
     fs::create_dir_all(&config_dir).map_err(io("cannot create the build directory"))?;
-    let model_bytes = write_config(&config_dir, board, model, runtime)?;
+    // The standard and the recording image share the configuration: one
+    // writer at a time, so the second finds it written and leaves it be.
+    let model_bytes = {
+        let _writing = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+        write_config(&config_dir, board, model, runtime)?
+    };
 
-    // One build at a time per board and runtime: the target directory holds
-    // one model's image at a time between the build and the copy below. (A
-    // first build on a new TFLM compiles its library for minutes; builds on
-    // other runtimes do not wait for it.)
-    let cargo_dir = board_dir.join(for_runtime("cargo", runtime));
-    let lock = File::create(board_dir.join(for_runtime(".build-lock", runtime)))
+    // One build at a time per target directory: it holds one model's image
+    // at a time between the build and the copy below. The directory is per
+    // board and runtime (a first build on a new TFLM compiles its library
+    // for minutes; builds on other runtimes do not wait for it), and the
+    // recording image, which a run on a current TFLM builds beside the
+    // standard one, has its own so that both stay warm.
+    let cargo_name = match variant {
+        Variant::Recording => for_runtime("cargo", runtime) + variant.suffix(),
+        _ => for_runtime("cargo", runtime),
+    };
+    let cargo_dir = board_dir.join(&cargo_name);
+    let lock = File::create(board_dir.join(format!(".build-lock-{cargo_name}")))
         .map_err(io("cannot create the build lock"))?;
     lock.lock().map_err(io("cannot take the build lock"))?;
 
@@ -339,10 +358,10 @@ pub fn elf_path(ws: &Workspace, board: &Board, model: &str, runtime: &Runtime, v
 
 /// The image the last build left for `board` and `model`, without building
 /// (the ELF may not exist).
-pub fn built(ws: &Workspace, board: &Board, model: &Model, runtime: &Runtime) -> Firmware {
+pub fn built(ws: &Workspace, board: &Board, model: &Model, runtime: &Runtime, variant: Variant) -> Firmware {
     let name = &model.spec.name;
     Firmware {
-        elf: elf_path(ws, board, name, runtime, Variant::Standard),
+        elf: elf_path(ws, board, name, runtime, variant),
         board: board.name.clone(),
         model: name.clone(),
         model_bytes: model.bytes.len() as u64,

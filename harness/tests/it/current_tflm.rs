@@ -5,8 +5,10 @@
 
 use std::path::Path;
 
+use harness::model::analysis::Analysis;
 use harness::model::registry::Operator;
-use harness::run::measurement::{metric, SINGLE_FRAME};
+use harness::model::tail::current;
+use harness::run::measurement::{metric, Recorded, RECORDED, SINGLE_FRAME};
 use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
 use harness::spec::models;
@@ -78,7 +80,8 @@ fn hello_world_runs_on_the_current_tflm_and_the_comparison_names_the_change() {
     let record = &results.records[0];
     assert!(record.passed(), "{:?}", record.checks);
     assert_eq!(results.images[0].tflm, runtime.identity);
-    assert_eq!(record.arena_prediction, None, "the analyzer predicts for the 2020 TFLM only");
+    let prediction = record.arena_prediction.expect("a prediction for the current TFLM");
+    assert_eq!(prediction.difference(), 0, "{prediction:?}");
 
     let baselines = ws().root().join("baselines");
     let comparison =
@@ -127,8 +130,42 @@ fn the_current_example_models_answer_right_on_the_m7_and_the_host() {
         let m = &record.metrics;
         assert!(m[metric::ARENA_USED_BYTES] > 0);
         assert_eq!(m[metric::ARENA_HEAD_BYTES] + m[metric::ARENA_TAIL_BYTES], m[metric::ARENA_USED_BYTES]);
+        // On the Cortex-M7 the analyzer predicted head and tail exactly; the
+        // 64-bit host has no prediction.
+        if record.board == DEFAULT_BOARD {
+            let model = file.models.iter().find(|m| m.name == record.model).unwrap().parse().unwrap();
+            let a = Analysis::of(&record.model, &model.parsed, Generation::Current).unwrap();
+            let predicted = (a.greedy_bytes as i64, a.tail_bytes.map(|b| b as i64));
+            assert_eq!(predicted, (m[metric::ARENA_HEAD_BYTES], Some(m[metric::ARENA_TAIL_BYTES])), "{}", record.model);
+            assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{}", record.model);
+            // TFLM's recording allocator, in its own image: its tail, and
+            // every allocation type's bytes and count, as predicted.
+            let breakdown = record.tflm_breakdown.as_ref().expect("TFLM's breakdown on a current TFLM");
+            let predicted = current::predict(&model.parsed, current::Allocator::Recording).unwrap();
+            assert_eq!(predicted.bytes as i64, breakdown.tail_bytes, "{} recording tail", record.model);
+            for name in RECORDED {
+                let p = predicted.recorded.get(name).copied().unwrap_or_default();
+                let p =
+                    Recorded { used_bytes: p.used as i64, requested_bytes: p.requested as i64, count: p.count as i64 };
+                assert_eq!(p, breakdown.recorded[name], "{}: {name}", record.model);
+            }
+        } else {
+            assert_eq!(record.arena_prediction, None);
+            assert!(record.tflm_breakdown.as_ref().is_some_and(|b| b.recorded["eval_tensors"].count > 0));
+        }
     }
     assert!(results.images.iter().all(|image| image.tflm == runtime.identity));
+}
+
+/// Every type of the current prediction, compiled against the checkout: the
+/// headers that declare them, and the allocator's source for the one private
+/// to it.
+#[test]
+fn the_tail_layouts_match_the_current_tflm() {
+    let Some(runtime) = current_tflm() else { return };
+    let sources: Vec<String> = current::DECLARED_IN.iter().map(|s| (*s).to_owned()).collect();
+    let layouts = current::layouts();
+    assert_eq!(support::compiled_layouts(runtime.tree.as_ref().unwrap(), &sources, &layouts), layouts);
 }
 
 /// TFLM's own `memory_arena_threshold_test.cc` states the arena two models
@@ -152,7 +189,6 @@ fn the_arena_is_what_tflms_threshold_test_expects() {
     };
     let dir = tempfile::tempdir().unwrap();
     // The keyword model ships as a .tflite; the conv model as a C array.
-    std::fs::copy(micro.join("models/keyword_scrambled.tflite"), dir.path().join("keyword.tflite")).unwrap();
     let array = std::fs::read_to_string(micro.join("testing/test_conv_model.cc")).unwrap();
     let body = array.split("kTestConvModelData[] = {").nth(1).unwrap().split('}').next().unwrap();
     let bytes: Vec<u8> = body
@@ -161,25 +197,17 @@ fn the_arena_is_what_tflms_threshold_test_expects() {
         .filter(|t| !t.is_empty())
         .map(|t| u8::from_str_radix(t.trim_start_matches("0x"), 16).unwrap())
         .collect();
-    std::fs::write(dir.path().join("conv.tflite"), &bytes).unwrap();
 
-    for (name, arena_kib, only_total) in
-        [("keyword", 22, constant("kKeywordModelOnlyTotalSize")), ("conv", 12, constant("kTestConvModelOnlyTotalSize"))]
-    {
-        // One input of zeros, as large as the model's input tensor.
-        let model =
-            harness::model::tflite::read(&std::fs::read(dir.path().join(format!("{name}.tflite"))).unwrap()).unwrap();
-        let graph = &model.subgraphs[0];
-        let input = graph.tensors[graph.inputs[0] as usize].bytes().unwrap();
-        std::fs::write(dir.path().join(format!("{name}.input")), vec![0u8; input]).unwrap();
-        let toml = format!(
-            "[[model]]\nname = \"{name}\"\nfile = \"{name}.tflite\"\narena_bytes = {}\n\
-             [[model.input]]\nname = \"zeros\"\nfile = \"{name}.input\"\n",
-            arena_kib * 1024
-        );
-        std::fs::write(dir.path().join("hil.toml"), toml).unwrap();
-        let spec = models::load(&dir.path().join("hil.toml")).unwrap().models.remove(0);
-        let model = spec.read(&runtime).unwrap_or_else(|e| panic!("{e}"));
+    for (name, bytes, arena_kib, only_total) in [
+        (
+            "keyword",
+            std::fs::read(micro.join("models/keyword_scrambled.tflite")).unwrap(),
+            22,
+            constant("kKeywordModelOnlyTotalSize"),
+        ),
+        ("conv", bytes, 12, constant("kTestConvModelOnlyTotalSize")),
+    ] {
+        let model = with_zeros(dir.path(), &runtime, name, &bytes, arena_kib * 1024);
         for board in [board("host"), board(DEFAULT_BOARD)] {
             let firmware = firmware::build(&ws(), &board, &model, &runtime, Variant::Standard, &mut |_| {})
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -192,9 +220,48 @@ fn the_arena_is_what_tflms_threshold_test_expects() {
                 // TFLM's test allows 3% on x86-64; the host board gives the figure exactly.
                 assert_eq!(model_only, only_total, "{name} on host: arena_used_bytes {used}");
             } else {
-                // On 32-bit targets the test only bounds it from above, by 3%.
+                // On 32-bit targets the test only bounds it from above, by
+                // 3%; the analyzer predicts it exactly.
                 assert!(model_only * 100 <= only_total * 103, "{name} on {}: {model_only} bytes", board.name);
+                let predicted = Analysis::of(name, &model.parsed, Generation::Current).unwrap().predicted_arena_bytes;
+                assert_eq!(predicted, Some(used as usize), "{name} on {}", board.name);
             }
         }
     }
+}
+
+/// TFLM's person detection model (int8, from its repository): the analyzer
+/// predicts head and tail exactly as TFLM allocates them on the Cortex-M7.
+#[test]
+fn tflms_person_detection_model_is_predicted_exactly() {
+    let Some(runtime) = current_tflm() else { return };
+    let bytes =
+        std::fs::read(runtime.dir().unwrap().join("tensorflow/lite/micro/models/person_detect.tflite")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = with_zeros(dir.path(), &runtime, "person_detect", &bytes, 100 * 1024);
+    let board = board(DEFAULT_BOARD);
+    let firmware = firmware::build(&ws(), &board, &model, &runtime, Variant::Standard, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let run = support::run(&board, &model, &firmware, SINGLE_FRAME, TIMEOUT);
+    let a = Analysis::of("person_detect", &model.parsed, Generation::Current).unwrap();
+    let measured = (printed_by_tflm(&run, "Head usage: "), printed_by_tflm(&run, "Tail usage: "));
+    assert_eq!((a.greedy_bytes as i64, a.tail_bytes.map(|b| b as i64).unwrap()), measured);
+    assert_eq!(a.predicted_arena_bytes, Some(run.session.metrics[metric::ARENA_USED_BYTES] as usize));
+}
+
+/// `bytes` as the model `name` in a models file of its own in `dir`, with
+/// one input of zeros as large as its input tensor, read for `runtime`.
+fn with_zeros(dir: &Path, runtime: &Runtime, name: &str, bytes: &[u8], arena_bytes: usize) -> models::Model {
+    std::fs::write(dir.join(format!("{name}.tflite")), bytes).unwrap();
+    let model = harness::model::tflite::read(bytes).unwrap();
+    let graph = &model.subgraphs[0];
+    let input = graph.tensors[graph.inputs[0] as usize].bytes().unwrap();
+    std::fs::write(dir.join(format!("{name}.input")), vec![0u8; input]).unwrap();
+    let toml = format!(
+        "[[model]]\nname = \"{name}\"\nfile = \"{name}.tflite\"\narena_bytes = {arena_bytes}\n\
+         [[model.input]]\nname = \"zeros\"\nfile = \"{name}.input\"\n"
+    );
+    std::fs::write(dir.join(format!("{name}.toml")), toml).unwrap();
+    let spec = models::load(&dir.join(format!("{name}.toml"))).unwrap().models.remove(0);
+    spec.read(runtime).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -5,6 +5,7 @@
 use harness::run;
 use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
 use harness::spec::board::Layout;
+use harness::spec::runtime::Generation;
 use harness::target::runner::{self, Ending, Next, Run, RunOptions};
 use harness::target::session::Session;
 use hilmem_protocol::Frame;
@@ -180,7 +181,10 @@ fn image_sizes_agree_with_the_section_table() {
     assert_eq!(sizes.flash_bytes, Some(flash));
     let ram = size(".data") + size(".bss") + size(".uninit") + size(".hilmem_arena");
     assert_eq!(sizes.static_ram_bytes + sizes.arena_capacity_bytes, ram);
-    assert_eq!(sizes.arena_capacity_bytes, u64::from(model("person_detection").arena_bytes(&board).unwrap()));
+    assert_eq!(
+        sizes.arena_capacity_bytes,
+        u64::from(model("person_detection").arena_bytes(&board, Generation::Tfmicro2020).unwrap())
+    );
     // The pool's store is static RAM, in whole cache lines.
     let pool = elf.symbols().find(|s| s.name() == Ok("HILMEM_POOL")).unwrap();
     assert_eq!(sizes.pool_capacity_bytes, pool.size());

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use harness::report;
-use harness::run::measurement::{ArenaPrediction, Check, Measurement};
+use harness::run::measurement::{ArenaPrediction, Check, Measurement, Recorded, TflmBreakdown, RECORDED};
 use harness::run::results::{Failed, Results, RESULTS_FORMAT};
 use harness::verdict::compare::{Comparison, Row, RuntimeChange, Verdict};
 
@@ -49,6 +49,16 @@ fn fixture() -> (Results, Comparison) {
                 notes: BTreeMap::new(),
                 checks: vec![pass("output for x-0")],
                 arena_prediction: Some(ArenaPrediction { predicted_bytes: 1456, measured_bytes: 1480 }),
+                tflm_breakdown: Some(TflmBreakdown {
+                    head_bytes: 48,
+                    tail_bytes: 812,
+                    allocator_bytes: 164,
+                    recorded: RECORDED
+                        .iter()
+                        .zip(1..)
+                        .map(|(name, n)| ((*name).to_owned(), Recorded { used_bytes: 16 * n, requested_bytes: 12 * n, count: n }))
+                        .collect(),
+                }),
             },
             Measurement {
                 board: "qemu-m7".into(),
@@ -58,6 +68,7 @@ fn fixture() -> (Results, Comparison) {
                 notes: BTreeMap::from([("ota_gate".into(), "rejected: needs 7024 bytes of tensor arena, the firmware has 3072".into())]),
                 checks: vec![Check { name: "output for x-0".into(), passed: false, detail: "value 0.5000, expected 0 ± 0.1".into() }],
                 arena_prediction: None,
+                tflm_breakdown: None,
             },
         ],
         failed: vec![Failed {

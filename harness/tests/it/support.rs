@@ -3,14 +3,18 @@
 //! serialise concurrent builds).
 
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
+use object::{Object, ObjectSection};
+
+use harness::model::tail::Layout;
 use harness::run::measurement::{Measurement, DEFAULT_FRAMES, SINGLE_FRAME};
 use harness::run::results::Results;
 use harness::run::{self, Options};
 use harness::spec::board::{Board, DEFAULT_BOARD};
 use harness::spec::models::{self, Model};
-use harness::spec::runtime::Runtime;
+use harness::spec::runtime::{Runtime, Tree};
 use harness::target::elf::{self, ImageSizes};
 use harness::target::firmware::{self, Firmware, Variant};
 use harness::target::runner::{Run, RunOptions};
@@ -80,4 +84,31 @@ pub fn printed_by_tflm(run: &Run, prefix: &str) -> i64 {
     let found =
         run.session.log.iter().find_map(|l| l.trim().strip_prefix(prefix)?.strip_suffix(" bytes")?.parse().ok());
     found.unwrap_or_else(|| panic!("TFLM did not print `{prefix}`; log: {:#?}", run.session.log))
+}
+
+/// `layouts` as arm-none-eabi-g++ lays the types out for the Cortex-M7 with
+/// `tree`'s flags, after including `sources` (paths in the tree): `sizeof`
+/// and `alignof` of each, read back from the compiled object.
+pub fn compiled_layouts(tree: &Tree, sources: &[String], layouts: &[Layout]) -> Vec<Layout> {
+    let mut probe: String = sources.iter().map(|s| format!("#include \"{s}\"\n")).collect();
+    probe += "extern \"C\" __attribute__((section(\".hm_layout\"), used)) const unsigned hm_layout[][2] = {\n";
+    for l in layouts {
+        probe += &format!("  {{sizeof({0}), alignof({0})}},\n", l.cxx);
+    }
+    probe += "};\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.cc"), probe).unwrap();
+    let mut gxx = Command::new("arm-none-eabi-g++");
+    gxx.current_dir(dir.path()).args(["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-w", "-c", "probe.cc"]);
+    let flags = tree.flags();
+    gxx.args(flags.common).args(flags.cxx);
+    gxx.args(flags.defines.iter().map(|d| format!("-D{d}")));
+    gxx.args(tree.include_dirs().iter().map(|d| format!("-I{}", d.display())));
+    let out = gxx.output().expect("arm-none-eabi-g++ (run `cargo xtask doctor`)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let object_file = std::fs::read(dir.path().join("probe.o")).unwrap();
+    let object = object::File::parse(&*object_file).unwrap();
+    let data = object.section_by_name(".hm_layout").unwrap().data().unwrap().to_vec();
+    let word = |i: usize| u32::from_le_bytes(data[4 * i..4 * i + 4].try_into().unwrap()) as usize;
+    layouts.iter().enumerate().map(|(i, l)| Layout { bytes: word(2 * i), align: word(2 * i + 1), ..*l }).collect()
 }

@@ -1,8 +1,4 @@
-//! The persistent tail of the arena, predicted: what the bundled TFLM (2020)
-//! allocates from the arena's end, in its order and with its alignment, for
-//! 32-bit Arm. The sizes are those of its C++ types as arm-none-eabi-g++
-//! lays them out with the firmware's flags; a test compiles the types and
-//! checks every entry of [`LAYOUTS`].
+//! The tail of the bundled TFLM (May 2020), for 32-bit Arm.
 //!
 //! In allocation order: the allocator itself; one `TfLiteTensor` per tensor;
 //! per quantized tensor its `TfLiteAffineQuantization`, zero points and
@@ -14,20 +10,9 @@
 //! per tensor below the tail and its planner's working arrays above the head,
 //! so the least arena it accepts can exceed head plus tail ([`minimum_arena`]).
 
+use super::{layout, Layout, Tail};
 use crate::model::planner::BUFFER_ALIGNMENT;
-use crate::model::tflite::{Model, ReadError};
-
-/// A C++ type of the bundled TFLM on 32-bit Arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
-    pub cxx: &'static str,
-    pub bytes: usize,
-    pub align: usize,
-}
-
-const fn layout(cxx: &'static str, bytes: usize, align: usize) -> Layout {
-    Layout { cxx, bytes, align }
-}
+use crate::model::tflite::{Model, ReadError, INT8};
 
 const ALLOCATOR: Layout = layout("tflite::SimpleMemoryAllocator", 20, 4);
 const TENSOR: Layout = layout("TfLiteTensor", 64, 4);
@@ -88,22 +73,6 @@ pub fn layouts() -> Vec<Layout> {
 pub(crate) const SVDF: i32 = 27;
 const CONV_2D: i32 = 3;
 const DEPTHWISE_CONV_2D: i32 = 4;
-const INT8: u8 = 9;
-
-/// The tail as it grows down from the arena's end (which hilmem keeps
-/// 16-byte aligned, so alignment relative to the end is absolute).
-#[derive(Default, Clone, Copy)]
-struct Tail(usize);
-
-impl Tail {
-    fn alloc(&mut self, bytes: usize, align: usize) {
-        self.0 = (self.0 + bytes).next_multiple_of(align);
-    }
-
-    fn place(&mut self, l: Layout, count: usize) {
-        self.alloc(l.bytes * count, l.align);
-    }
-}
 
 /// The persistent tail of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,362 @@
+//! The tail of today's TFLM (tflite-micro from 2022 on), for 32-bit Arm, as
+//! hilmem's firmware builds the interpreter: the arena allocator, greedy
+//! planner and `MicroAllocator` in the arena, where
+//! `MicroInterpreter(model, resolver, arena, size)` puts them.
+//!
+//! In allocation order (`micro_allocator.cc`, `micro_interpreter.cc`): those
+//! three objects; at `AllocateTensors` the builtin-data allocator, one
+//! `SubgraphAllocations`, a `TfLiteEvalTensor` per tensor and a
+//! `NodeAndRegistration` per operator; each operator's parsed options; what
+//! the kernels allocate at `Init` (their `OpData`) and then at `Prepare`
+//! (per-channel arrays, lookup tables), 16-byte aligned; the handles of the
+//! scratch buffers kernels requested; variable tensors; and last the input
+//! and output `TfLiteTensor`s the interpreter keeps, each with its
+//! quantization.
+//!
+//! What a kernel allocates is read from its source, so the prediction knows
+//! the kernels listed in [`KERNELS`]; for a model with any other operator it
+//! makes none and names the operator.
+
+use std::collections::BTreeMap;
+
+use super::{layout, Layout, Tail};
+use crate::model::planner::{Scratch, BUFFER_ALIGNMENT};
+use crate::model::tflite::{self, Model, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
+
+const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
+const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
+const MICRO_ALLOCATOR: Layout = layout("tflite::MicroAllocator", 36, 4);
+const RECORDING_ARENA_ALLOCATOR: Layout = layout("tflite::RecordingSingleArenaBufferAllocator", 52, 4);
+const RECORDING_MICRO_ALLOCATOR: Layout = layout("tflite::RecordingMicroAllocator", 124, 4);
+const BUILTIN_DATA_ALLOCATOR: Layout = layout("tflite::MicroBuiltinDataAllocator", 8, 4);
+const SUBGRAPH_ALLOCATIONS: Layout = layout("tflite::SubgraphAllocations", 8, 4);
+const EVAL_TENSOR: Layout = layout("TfLiteEvalTensor", 12, 4);
+const NODE_AND_REGISTRATION: Layout = layout("tflite::NodeAndRegistration", 32, 4);
+const TENSOR: Layout = layout("TfLiteTensor", 32, 4);
+const AFFINE_QUANTIZATION: Layout = layout("TfLiteAffineQuantization", 12, 4);
+const SCRATCH_HANDLE: Layout = layout("tflite::ScratchBufferHandle", 4, 4);
+
+/// What `Prepare` allocates, beyond what `Init` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prepare {
+    Nothing,
+    /// A multiplier and a shift per output channel, the channels being this
+    /// dimension of the filter (input 1); a scratch buffer to unpack an
+    /// int4 filter.
+    PerChannel {
+        dim: usize,
+    },
+    /// As `PerChannel`, for a quantized input whose filter has more than one
+    /// scale, one per scale.
+    PerChannelWhenQuantized,
+    /// Two lookup tables of 513 int16 for an int16 input.
+    Int16Tables,
+    /// Scratch buffers: an int32 accumulator per output element for an
+    /// integer input, then an int per input dimension and per axis.
+    Reduce,
+    /// Scratch buffers: 4 bytes per batch and filter, and for an int8 input
+    /// 4 bytes per batch and unit (the output's two dimensions).
+    Svdf,
+}
+
+/// A kernel of the reference set: its builtin code, the options struct its
+/// parser allocates, the `OpData` its `Init` allocates, and its `Prepare`.
+#[derive(Debug, Clone, Copy)]
+pub struct Kernel {
+    pub code: i32,
+    pub options: Option<Layout>,
+    pub op_data: Option<Layout>,
+    prepare: Prepare,
+}
+
+const fn kernel(code: i32, options: Option<Layout>, op_data: Option<Layout>, prepare: Prepare) -> Kernel {
+    Kernel { code, options, op_data, prepare }
+}
+
+const POOL_PARAMS: Layout = layout("TfLitePoolParams", 40, 4);
+const OP_DATA_CONV: Layout = layout("tflite::OpDataConv", 56, 4);
+const OP_DATA_POOLING: Layout = layout("tflite::OpDataPooling", 32, 4);
+
+/// The kernels whose allocations the prediction knows.
+pub const KERNELS: &[Kernel] = &[
+    kernel(0, Some(layout("TfLiteAddParams", 2, 1)), Some(layout("tflite::OpDataAdd", 60, 4)), Prepare::Nothing),
+    kernel(1, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
+    kernel(3, Some(layout("TfLiteConvParams", 28, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
+    kernel(4, Some(layout("TfLiteDepthwiseConvParams", 28, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
+    kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
+    kernel(
+        9,
+        Some(layout("TfLiteFullyConnectedParams", 5, 1)),
+        Some(layout("tflite::OpDataFullyConnected", 48, 4)),
+        Prepare::PerChannelWhenQuantized,
+    ),
+    kernel(17, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
+    kernel(22, Some(layout("TfLiteReshapeParams", 36, 4)), None, Prepare::Nothing),
+    kernel(
+        25,
+        Some(layout("TfLiteSoftmaxParams", 4, 4)),
+        Some(layout("tflite::SoftmaxParams", 56, 8)),
+        Prepare::Int16Tables,
+    ),
+    kernel(27, Some(layout("TfLiteSVDFParams", 8, 4)), Some(layout("tflite::OpDataSvdf", 36, 4)), Prepare::Svdf),
+    kernel(40, Some(layout("TfLiteReducerParams", 1, 1)), Some(layout("tflite::OpDataReduce", 44, 4)), Prepare::Reduce),
+    kernel(
+        45,
+        Some(layout("TfLiteStridedSliceParams", 24, 4)),
+        Some(layout("tflite::StridedSliceParams", 84, 4)),
+        Prepare::Nothing,
+    ),
+    kernel(77, Some(layout("TfLiteShapeParams", 1, 1)), None, Prepare::Nothing),
+    kernel(83, Some(layout("TfLitePackParams", 8, 4)), None, Prepare::Nothing),
+    kernel(114, None, Some(layout("tflite::OpDataQuantizeReference", 32, 8)), Prepare::Nothing),
+];
+
+/// The headers (and one source, for a type private to it) that declare
+/// every type of the prediction, for the test that compiles them.
+pub const DECLARED_IN: &[&str] = &[
+    "tensorflow/lite/micro/micro_allocator.cc",
+    "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h",
+    "tensorflow/lite/micro/recording_micro_allocator.h",
+    "tensorflow/lite/micro/kernels/add.h",
+    "tensorflow/lite/micro/kernels/conv.h",
+    "tensorflow/lite/micro/kernels/dequantize.h",
+    "tensorflow/lite/micro/kernels/fully_connected.h",
+    "tensorflow/lite/micro/kernels/pooling.h",
+    "tensorflow/lite/micro/kernels/quantize.h",
+    "tensorflow/lite/micro/kernels/reduce.h",
+    "tensorflow/lite/micro/kernels/softmax.h",
+    "tensorflow/lite/micro/kernels/strided_slice.h",
+    "tensorflow/lite/micro/kernels/svdf.h",
+];
+
+/// Every layout the prediction uses, for the test that compiles them.
+pub fn layouts() -> Vec<Layout> {
+    [
+        ARENA_ALLOCATOR,
+        PLANNER,
+        MICRO_ALLOCATOR,
+        RECORDING_ARENA_ALLOCATOR,
+        RECORDING_MICRO_ALLOCATOR,
+        BUILTIN_DATA_ALLOCATOR,
+        SUBGRAPH_ALLOCATIONS,
+        EVAL_TENSOR,
+        NODE_AND_REGISTRATION,
+        TENSOR,
+        AFFINE_QUANTIZATION,
+        SCRATCH_HANDLE,
+    ]
+    .into_iter()
+    .chain(KERNELS.iter().flat_map(|k| k.options.into_iter().chain(k.op_data)))
+    .collect()
+}
+
+/// `LUTSize<int16_t>()`: entries of each int16 softmax table.
+const INT16_TABLE_ENTRIES: usize = 513;
+
+/// Which allocator hilmem's firmware builds the interpreter over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocator {
+    /// TFLM's own: what every measurement runs on.
+    Plain,
+    /// TFLM's recording allocator, for its breakdown of the arena: larger
+    /// objects, the same allocations after them.
+    Recording,
+}
+
+impl Allocator {
+    /// The objects at the arena's end before the model's allocations.
+    fn objects(self) -> [Layout; 3] {
+        match self {
+            Allocator::Plain => [ARENA_ALLOCATOR, PLANNER, MICRO_ALLOCATOR],
+            Allocator::Recording => [RECORDING_ARENA_ALLOCATOR, PLANNER, RECORDING_MICRO_ALLOCATOR],
+        }
+    }
+}
+
+/// Allocations of one of TFLM's recorded types, as its recording allocator
+/// counts them: bytes taken with alignment, bytes asked for, and how many
+/// (an array of nodes or tensors counts each element).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allocations {
+    pub used: usize,
+    pub requested: usize,
+    pub count: usize,
+}
+
+/// The tail, the scratch buffers the plan must hold beside the tensors, and
+/// the tail by TFLM's recorded allocation type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prediction {
+    /// What TFLM reports as its tail usage.
+    pub bytes: usize,
+    pub scratch: Vec<Scratch>,
+    /// By the names the firmware prints the recording allocator's types
+    /// under; what TFLM does not record (its allocator objects, operator
+    /// options, scratch handles) is in `bytes` only.
+    pub recorded: BTreeMap<&'static str, Allocations>,
+}
+
+/// The tail as TFLM's recording allocator would account for it.
+#[derive(Default)]
+struct Recorder {
+    tail: Tail,
+    recorded: BTreeMap<&'static str, Allocations>,
+}
+
+impl Recorder {
+    /// One allocation of `bytes` holding `count` things, recorded under
+    /// `kind` when TFLM records it.
+    fn alloc(&mut self, kind: Option<&'static str>, bytes: usize, align: usize, count: usize) {
+        let before = self.tail.0;
+        self.tail.alloc(bytes, align);
+        if let Some(kind) = kind {
+            let a = self.recorded.entry(kind).or_default();
+            a.used += self.tail.0 - before;
+            a.requested += bytes;
+            a.count += count;
+        }
+    }
+
+    fn place(&mut self, kind: Option<&'static str>, l: Layout, count: usize) {
+        self.alloc(kind, l.bytes * count, l.align, count);
+    }
+
+    /// A kernel's (or the interpreter's) `AllocatePersistentBuffer`.
+    fn persistent_buffer(&mut self, bytes: usize) {
+        self.alloc(Some("persistent_buffers"), bytes, BUFFER_ALIGNMENT, 1);
+    }
+}
+
+/// Why no prediction is made for `model`, when there is a reason.
+pub fn not_predicted(model: &Model) -> Option<String> {
+    if model.subgraphs.len() > 1 {
+        return Some(format!("the model has {} subgraphs; the prediction covers one", model.subgraphs.len()));
+    }
+    let mut unknown: Vec<String> = Vec::new();
+    for code in
+        model.operator_codes.iter().filter(|c| c.custom.is_some() || !KERNELS.iter().any(|k| k.code == c.builtin))
+    {
+        let name = code.custom.clone().unwrap_or_else(|| tflite::builtin_name(code.builtin).to_owned());
+        if !unknown.contains(&name) {
+            unknown.push(name);
+        }
+    }
+    (!unknown.is_empty()).then(|| {
+        format!("what the kernels of {} allocate in the arena is not known to the prediction", unknown.join(", "))
+    })
+}
+
+/// The persistent tail TFLM allocates for `model` over `allocator`, whose
+/// operators all have a kernel in [`KERNELS`] (see [`not_predicted`]).
+pub fn predict(model: &Model, allocator: Allocator) -> Result<Prediction, ReadError> {
+    let err = |why: String| ReadError { at: "tail", why };
+    let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
+    let tensor = |i: i32| usize::try_from(i).ok().and_then(|i| sg.tensors.get(i));
+    let mut kernels = Vec::with_capacity(sg.operators.len());
+    for op in &sg.operators {
+        let code = model.operator_codes.get(op.opcode_index as usize).map(|c| c.builtin);
+        let kernel = KERNELS.iter().find(|k| Some(k.code) == code);
+        kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
+    }
+    let mut tail = Recorder::default();
+    for object in allocator.objects().into_iter().chain([BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS]) {
+        tail.place(None, object, 1);
+    }
+    tail.place(Some("eval_tensors"), EVAL_TENSOR, sg.tensors.len());
+    tail.place(Some("node_and_registrations"), NODE_AND_REGISTRATION, sg.operators.len());
+    for options in kernels.iter().filter_map(|k| k.options) {
+        tail.place(None, options, 1);
+    }
+    for op_data in kernels.iter().filter_map(|k| k.op_data) {
+        tail.persistent_buffer(op_data.bytes);
+    }
+    let mut scratch = Vec::new();
+    for (step, (op, kernel)) in sg.operators.iter().zip(&kernels).enumerate() {
+        let input = |i: usize| op.inputs.get(i).and_then(|&t| tensor(t));
+        let output = op.outputs.first().and_then(|&t| tensor(t));
+        let missing = |what: &str| err(format!("operator {step} has no {what}"));
+        let mut request = |bytes: usize| scratch.push(Scratch { step: step as i32, bytes });
+        let mut per_channel = |channels: usize| {
+            tail.persistent_buffer(4 * channels);
+            tail.persistent_buffer(4 * channels);
+        };
+        match kernel.prepare {
+            Prepare::Nothing => {}
+            Prepare::PerChannel { dim } => {
+                let filter = input(1).ok_or_else(|| missing("filter"))?;
+                let channels = filter.shape.get(dim).copied().unwrap_or(0);
+                per_channel(usize::try_from(channels).map_err(|_| err(format!("filter `{}`", filter.name)))?);
+                if filter.kind == INT4 {
+                    request(elements(filter)?);
+                }
+            }
+            Prepare::PerChannelWhenQuantized => {
+                let (input, filter) =
+                    (input(0).ok_or_else(|| missing("input"))?, input(1).ok_or_else(|| missing("filter"))?);
+                if input.kind != FLOAT32 && filter.quantization.scale.len() > 1 {
+                    per_channel(filter.quantization.scale.len());
+                }
+                if filter.kind == INT4 {
+                    request(elements(filter)?);
+                }
+            }
+            Prepare::Int16Tables => {
+                if input(0).ok_or_else(|| missing("input"))?.kind == INT16 {
+                    tail.persistent_buffer(2 * INT16_TABLE_ENTRIES);
+                    tail.persistent_buffer(2 * INT16_TABLE_ENTRIES);
+                }
+            }
+            Prepare::Reduce => {
+                let data = input(0).ok_or_else(|| missing("input"))?;
+                let axis = input(1).ok_or_else(|| missing("axis"))?;
+                if data.kind != FLOAT32 {
+                    request(4 * elements(output.ok_or_else(|| missing("output"))?)?);
+                }
+                request(4 * data.shape.len());
+                request(4 * elements(axis)?);
+            }
+            Prepare::Svdf => {
+                let data = input(0).ok_or_else(|| missing("input"))?;
+                let filters = input(1).ok_or_else(|| missing("feature weights"))?;
+                let dim = |t: &Tensor, i: usize| {
+                    t.shape
+                        .get(i)
+                        .and_then(|&d| usize::try_from(d).ok())
+                        .ok_or_else(|| err(format!("SVDF tensor `{}` has shape {:?}", t.name, t.shape)))
+                };
+                let batch = dim(data, 0)?;
+                request(4 * batch * dim(filters, 0)?);
+                if data.kind == INT8 {
+                    request(4 * batch * dim(output.ok_or_else(|| missing("output"))?, 1)?);
+                }
+            }
+        }
+    }
+    if !scratch.is_empty() {
+        tail.place(None, SCRATCH_HANDLE, scratch.len());
+    }
+    for t in sg.tensors.iter().filter(|t| t.is_variable) {
+        let bytes = t.bytes().ok_or_else(|| err(format!("variable `{}` has a type of unknown size", t.name)))?;
+        tail.alloc(Some("variables"), bytes, BUFFER_ALIGNMENT, 1);
+    }
+    // The interpreter's own TfLiteTensors: an array of pointers, then each
+    // tensor with its quantization (the zero points copied as ints).
+    for ends in [&sg.inputs, &sg.outputs] {
+        tail.persistent_buffer(4 * ends.len());
+        for &i in ends.iter() {
+            let t = tensor(i).ok_or_else(|| err(format!("the graph names tensor {i}, which it does not have")))?;
+            tail.place(Some("persistent_tensors"), TENSOR, 1);
+            let channels = t.quantization.channels();
+            if channels > 0 {
+                tail.place(Some("quantization"), AFFINE_QUANTIZATION, 1);
+                tail.alloc(Some("quantization"), 4 * (1 + channels), 4, 1);
+            }
+        }
+    }
+    Ok(Prediction { bytes: tail.tail.0, scratch, recorded: tail.recorded })
+}
+
+/// Elements of a tensor a kernel sizes a buffer by.
+fn elements(t: &Tensor) -> Result<usize, ReadError> {
+    t.elements().ok_or_else(|| ReadError { at: "tail", why: format!("tensor `{}` has shape {:?}", t.name, t.shape) })
+}

@@ -1,0 +1,35 @@
+//! The persistent tail of the arena, predicted: what TFLM allocates from the
+//! arena's end for a model, in its order and with its alignment, for 32-bit
+//! Arm. Each generation allocates differently, so each has its module: its
+//! C++ types as arm-none-eabi-g++ lays them out (tests compile the types and
+//! check every entry) and the order its allocator and kernels follow.
+
+pub mod current;
+pub mod tfmicro2020;
+
+/// A C++ type of TFLM on 32-bit Arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub cxx: &'static str,
+    pub bytes: usize,
+    pub align: usize,
+}
+
+const fn layout(cxx: &'static str, bytes: usize, align: usize) -> Layout {
+    Layout { cxx, bytes, align }
+}
+
+/// The tail as it grows down from the arena's end (which hilmem keeps
+/// 16-byte aligned, so alignment relative to the end is absolute).
+#[derive(Default, Clone, Copy)]
+struct Tail(usize);
+
+impl Tail {
+    fn alloc(&mut self, bytes: usize, align: usize) {
+        self.0 = (self.0 + bytes).next_multiple_of(align);
+    }
+
+    fn place(&mut self, l: Layout, count: usize) {
+        self.alloc(l.bytes * count, l.align);
+    }
+}
