@@ -38,7 +38,8 @@ pub struct Image {
     pub arena_bytes: u32,
 }
 
-/// What results written before images named their generation ran on.
+/// What results and baselines written before they named the generation
+/// ran on.
 fn tfmicro2020() -> String {
     Generation::Tfmicro2020.name().to_owned()
 }
@@ -65,6 +66,7 @@ impl Image {
             model: self.model.clone(),
             model_sha256: self.model_sha256.clone(),
             tflm: self.tflm.clone(),
+            tflm_generation: self.tflm_generation.clone(),
             rustc: self.rustc.clone(),
             target: self.target.clone(),
             arena_bytes: self.arena_bytes,
@@ -120,6 +122,9 @@ pub struct Meta {
     pub model_sha256: String,
     /// The TFLM source the firmware was built from.
     pub tflm: String,
+    /// Its generation: `2020` or `current`.
+    #[serde(default = "tfmicro2020")]
+    pub tflm_generation: String,
     /// The Rust compiler that built it.
     pub rustc: String,
     /// Build settings that change the figures.

@@ -206,6 +206,7 @@ mod tests {
                 model: "hello_world".into(),
                 model_sha256: "ab".into(),
                 tflm: "tfmicro-0.1.0".into(),
+                tflm_generation: "2020".into(),
                 rustc: "rustc 1.95.0".into(),
                 target: "thumbv7em-none-eabihf".into(),
                 arena_bytes: 3072,
