@@ -322,10 +322,10 @@ fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
     let m = |name: &str| r.metrics.get(name).copied().unwrap_or(0).max(0) as f64;
     let pool = m(metric::POOL_CAPACITY_BYTES);
     let categories = [
-        m("pool_input_frame_peak_bytes"),
-        m("pool_preprocess_peak_bytes"),
-        m("pool_postprocess_peak_bytes"),
-        m("pool_log_peak_bytes"),
+        m(metric::POOL_INPUT_FRAME_PEAK_BYTES),
+        m(metric::POOL_PREPROCESS_PEAK_BYTES),
+        m(metric::POOL_POSTPROCESS_PEAK_BYTES),
+        m(metric::POOL_LOG_PEAK_BYTES),
         m(metric::OTA_STAGING_PEAK_BYTES),
     ];
     let stack = m(metric::STACK_PEAK_BYTES);

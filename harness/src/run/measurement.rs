@@ -43,6 +43,42 @@ pub mod metric {
     pub const OTA_ACCEPTED: &str = "ota_accepted";
     /// Peak of the buffer that receives the update.
     pub const OTA_STAGING_PEAK_BYTES: &str = "ota_staging_peak_bytes";
+    /// Peaks of the pool's other categories.
+    pub const POOL_INPUT_FRAME_PEAK_BYTES: &str = "pool_input_frame_peak_bytes";
+    pub const POOL_PREPROCESS_PEAK_BYTES: &str = "pool_preprocess_peak_bytes";
+    pub const POOL_POSTPROCESS_PEAK_BYTES: &str = "pool_postprocess_peak_bytes";
+    pub const POOL_LOG_PEAK_BYTES: &str = "pool_log_peak_bytes";
+    /// State changes of the managed buffers in a streaming scenario.
+    pub const LIFECYCLE_TRANSITIONS: &str = "lifecycle_transitions";
+    /// The log ring's peak, and what it dropped when full.
+    pub const LOG_RING_PEAK_BYTES: &str = "log_ring_peak_bytes";
+    pub const LOG_DROPPED_BYTES: &str = "log_dropped_bytes";
+
+    /// The figures the host reads from the model file and the ELF: a
+    /// firmware that reports one is refused, so the linker's facts never
+    /// depend on the firmware telling the truth about itself.
+    pub const FROM_IMAGE: [&str; 5] =
+        [MODEL_BYTES, FLASH_BYTES, STATIC_RAM_BYTES, ARENA_CAPACITY_BYTES, POOL_CAPACITY_BYTES];
+
+    /// Every figure a firmware may report; any other name is refused.
+    pub const REPORTABLE: [&str; 16] = [
+        ARENA_USED_BYTES,
+        ARENA_TOUCHED_BYTES,
+        HEAP_PEAK_BYTES,
+        STACK_PEAK_BYTES,
+        RSS_PEAK_BYTES,
+        FRAMES,
+        HEAP_GROWTH_BYTES,
+        OTA_ACCEPTED,
+        OTA_STAGING_PEAK_BYTES,
+        POOL_INPUT_FRAME_PEAK_BYTES,
+        POOL_PREPROCESS_PEAK_BYTES,
+        POOL_POSTPROCESS_PEAK_BYTES,
+        POOL_LOG_PEAK_BYTES,
+        LIFECYCLE_TRANSITIONS,
+        LOG_RING_PEAK_BYTES,
+        LOG_DROPPED_BYTES,
+    ];
 
     /// The figures every firmware run must report.
     pub const FROM_FIRMWARE: [&str; 4] = [ARENA_USED_BYTES, ARENA_TOUCHED_BYTES, HEAP_PEAK_BYTES, STACK_PEAK_BYTES];

@@ -17,6 +17,10 @@ use crate::target::elf::{ElfError, ImageSizes};
 use crate::target::firmware::{BuildError, Firmware};
 use crate::target::runner::{Ending, Run, RunnerError};
 
+/// The note a single-frame record on a 32-bit board carries instead of a
+/// prediction: why there is none.
+pub const NOT_PREDICTED: &str = "arena_not_predicted";
+
 /// Lines of firmware output shown when a run goes wrong.
 const TAIL_LINES: usize = 12;
 
@@ -126,6 +130,16 @@ pub fn record(
     if session.done != Some(true) || run.ending != Ending::Exited(exit::OK) {
         return Err(target(format!("the run did not finish cleanly (expected Done and exit 0, got {:?})", run.ending)));
     }
+    for (name, line) in &session.metric_frames {
+        let why = if metric::FROM_IMAGE.contains(&name.as_str()) {
+            "hilmem reads that figure from the model file and the ELF, never from the firmware"
+        } else if !metric::REPORTABLE.contains(&name.as_str()) {
+            "no firmware figure has that name"
+        } else {
+            continue;
+        };
+        return Err(target(format!("the firmware reported `{name}` ({line}): {why}")));
+    }
 
     let mut metrics = std::collections::BTreeMap::new();
     metrics.insert(metric::MODEL_BYTES.into(), firmware.model_bytes as i64);
@@ -144,29 +158,39 @@ pub fn record(
             return Err(target(format!("the firmware did not report `{name}`")));
         }
     }
-    // Everything the firmware reported is part of the record.
+    // Everything the firmware reported (each a reportable figure, checked
+    // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
     for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
         if let Some(value) = tflm_reported(&session.log, prefix) {
             metrics.insert(name.into(), value);
         }
     }
-    // The analyzer predicts for 32-bit Arm, for the firmware's TFLM.
-    let arena_prediction = (scenario == SINGLE_FRAME && predicts_for(board))
-        .then(|| {
-            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm).ok()?;
-            Some(ArenaPrediction {
-                predicted_bytes: analysis.predicted_arena_bytes? as i64,
-                measured_bytes: metrics[metric::ARENA_USED_BYTES],
-            })
-        })
-        .flatten();
+    // The analyzer predicts for 32-bit Arm, for the firmware's TFLM; where
+    // it cannot, the record says why.
+    let mut notes = session.notes.clone();
+    let mut arena_prediction = None;
+    if scenario == SINGLE_FRAME && predicts_for(board) {
+        let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm)
+            .map_err(|e| target(format!("the analyzer cannot predict the arena of the model it ran: {e}")))?;
+        match analysis.predicted_arena_bytes {
+            Some(predicted) => {
+                arena_prediction = Some(ArenaPrediction {
+                    predicted_bytes: predicted as i64,
+                    measured_bytes: metrics[metric::ARENA_USED_BYTES],
+                })
+            }
+            None => {
+                notes.insert(NOT_PREDICTED.into(), analysis.caveats.join("; "));
+            }
+        }
+    }
     Ok(Measurement {
         board: board.name.clone(),
         model: spec.name.clone(),
         scenario: scenario.into(),
         metrics,
-        notes: session.notes.clone(),
+        notes,
         checks: checks(spec, scenario, session),
         arena_prediction,
         tflm_breakdown: None,
@@ -219,6 +243,179 @@ fn tflm_reported(log: &[String], prefix: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::models::{self, Model};
+    use crate::spec::runtime::{Generation, Runtime};
+    use crate::Workspace;
+    use hilmem_protocol::Frame;
+
+    /// The default board and hello_world, with the image facts a build of
+    /// them has, for runs made by hand.
+    fn setup() -> (Board, Model, Firmware, ImageSizes) {
+        let ws = Workspace::from_source();
+        let board = Board::load(&ws, "qemu-m7").unwrap();
+        let spec = models::load(&ws.models_file()).unwrap().models.into_iter().find(|m| m.name == "hello_world");
+        let model = spec.unwrap().read(&Runtime::bundled()).unwrap();
+        let firmware = Firmware {
+            elf: "hello_world.elf".into(),
+            board: board.name.clone(),
+            model: "hello_world".into(),
+            model_bytes: model.bytes.len() as u64,
+            tflm: Generation::Tfmicro2020,
+            tflm_identity: None,
+        };
+        let sizes = ImageSizes {
+            flash_bytes: Some(102_096),
+            static_ram_bytes: 29_212,
+            arena_capacity_bytes: 3072,
+            pool_capacity_bytes: 8192,
+        };
+        (board, model, firmware, sizes)
+    }
+
+    fn line(f: Frame) -> String {
+        let mut out = Vec::new();
+        f.write_line(|b| out.extend_from_slice(b)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// A run that said `frames` and ended with `ending`.
+    fn run(frames: &[Frame], ending: Ending) -> Run {
+        let mut session = crate::target::session::Session::default();
+        for f in frames {
+            session.feed(&line(*f));
+        }
+        Run { session, ending, diagnostics: String::new(), process: None }
+    }
+
+    fn hello(board: &'static str, model: &'static str, arena: u32) -> Frame<'static> {
+        Frame::Hello { board, model, arena_capacity: arena, stack_size: 16384 }
+    }
+
+    /// What a clean single-frame run of hello_world says, in order.
+    fn clean() -> Vec<Frame<'static>> {
+        let mut frames = vec![hello("qemu-m7", "hello_world", 3072)];
+        frames.extend(metric::FROM_FIRMWARE.iter().map(|&name| Frame::Metric { name, value: 1472 }));
+        frames.push(Frame::Output { input: "x-0", class: 0, value: 0.0 });
+        frames.push(Frame::Output { input: "x-half-pi", class: 0, value: 1.0 });
+        frames.push(Frame::Done { ok: true });
+        frames
+    }
+
+    fn refused(frames: &[Frame], ending: Ending) -> String {
+        let (board, model, firmware, sizes) = setup();
+        let run = run(frames, ending);
+        record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run).unwrap_err().to_string()
+    }
+
+    /// The clean run is a record: the ELF's figures, the firmware's, and on
+    /// a 32-bit board the analyzer's prediction beside TFLM's figure.
+    #[test]
+    fn a_clean_run_is_a_record_with_a_prediction() {
+        let (board, model, firmware, sizes) = setup();
+        let r =
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), Ending::Exited(exit::OK))).unwrap();
+        assert_eq!(r.metrics[metric::FLASH_BYTES], 102_096);
+        assert_eq!(r.metrics[metric::ARENA_USED_BYTES], 1472);
+        assert_eq!(r.arena_prediction, Some(ArenaPrediction { predicted_bytes: 1472, measured_bytes: 1472 }));
+    }
+
+    /// Where the analyzer has no prediction (a current TFLM and a kernel it
+    /// does not know), the record says why; where it cannot analyse the
+    /// model at all, there is no record.
+    #[test]
+    fn a_missing_prediction_is_named_and_a_failed_one_is_an_error() {
+        let (board, mut model, mut firmware, sizes) = setup();
+        firmware.tflm = Generation::Current;
+        model.parsed.operator_codes[0].custom = Some("MyOp".into());
+        let r =
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), Ending::Exited(exit::OK))).unwrap();
+        assert_eq!(r.arena_prediction, None);
+        assert!(r.notes[NOT_PREDICTED].contains("the kernels of MyOp allocate"), "{:?}", r.notes);
+        model.parsed.subgraphs.clear();
+        let e = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), Ending::Exited(exit::OK)));
+        assert!(e.unwrap_err().to_string().contains("the analyzer cannot predict the arena of the model it ran: "));
+    }
+
+    /// Each way a run is not a measurement, named with what was expected
+    /// and what came.
+    #[test]
+    fn every_refusal_names_what_was_expected_and_what_came() {
+        let with = |f: &dyn Fn(&mut Vec<Frame<'static>>)| {
+            let mut frames = clean();
+            f(&mut frames);
+            frames
+        };
+        let ok = Ending::Exited(exit::OK);
+        let cases: Vec<(Vec<Frame>, Ending, &str)> = vec![
+            (
+                with(&|f| f[0] = hello("qemu-m4", "hello_world", 3072)),
+                ok.clone(),
+                "the image is for board `qemu-m4`, model `hello_world`",
+            ),
+            (with(&|f| f[0] = hello("qemu-m7", "magic_wand", 3072)), ok.clone(), "model `magic_wand`"),
+            (
+                with(&|f| f[0] = hello("qemu-m7", "hello_world", 4096)),
+                ok.clone(),
+                "reports a 4096 byte arena but its ELF symbol is 3072 bytes",
+            ),
+            (with(&|f| *f.last_mut().unwrap() = Frame::Done { ok: false }), ok.clone(), "expected Done and exit 0"),
+            (
+                with(&|f| {
+                    f.pop();
+                }),
+                ok.clone(),
+                "expected Done and exit 0",
+            ),
+            (clean(), Ending::Exited(3), "got Exited(3)"),
+            (clean(), Ending::Exited(exit::PANIC), "the firmware panicked"),
+            (clean(), Ending::Exited(exit::HARD_FAULT), "HardFault"),
+            (clean(), Ending::Died("signal 9".into()), "the target died: signal 9"),
+            (
+                with(&|f| {
+                    f.remove(1);
+                }),
+                ok.clone(),
+                "the firmware did not report `arena_used_bytes`",
+            ),
+            (
+                with(&|f| f.insert(0, Frame::Metric { name: "stack_peak_bytes", value: 1 })),
+                ok.clone(),
+                "frame out of sequence",
+            ),
+            (
+                with(&|f| f.insert(2, Frame::Metric { name: "arena_used_bytes", value: 1 })),
+                ok.clone(),
+                "frame out of sequence",
+            ),
+            (
+                with(&|f| f.insert(1, Frame::Metric { name: "flash_bytes", value: 1 })),
+                ok.clone(),
+                "the firmware reported `flash_bytes` (~hm",
+            ),
+            (
+                with(&|f| f.insert(1, Frame::Metric { name: "static_ram_bytes", value: 1 })),
+                ok.clone(),
+                "reads that figure from the model file and the ELF",
+            ),
+            (
+                with(&|f| f.insert(1, Frame::Metric { name: "made_up_bytes", value: 1 })),
+                ok.clone(),
+                "no firmware figure has that name",
+            ),
+        ];
+        for (frames, ending, expected) in cases {
+            let e = refused(&frames, ending.clone());
+            assert!(e.contains(expected), "expected `{expected}` in: {e}");
+            assert!(e.contains("board `qemu-m7`, model `hello_world`, scenario `single-frame`"), "{e}");
+        }
+        let timed_out = refused(&clean()[..1], Ending::TimedOut(std::time::Duration::from_secs(5)));
+        assert!(timed_out.contains("no answer within 5 s (expected the scenario's Metric frames"), "{timed_out}");
+        let silent = refused(&[], Ending::TimedOut(std::time::Duration::from_secs(5)));
+        assert!(
+            silent.contains("expected a Hello frame after boot") && silent.contains("the target printed nothing"),
+            "{silent}"
+        );
+    }
 
     fn log(lines: &[&str]) -> Vec<String> {
         lines.iter().map(|l| (*l).to_owned()).collect()

@@ -42,6 +42,8 @@ pub struct Corrupt {
 pub struct Session {
     pub hello: Option<Hello>,
     pub metrics: BTreeMap<String, i64>,
+    /// The frame line each metric came in, to quote when it is refused.
+    pub metric_frames: BTreeMap<String, String>,
     pub outputs: Vec<Output>,
     /// Named text, such as the OTA gate's decision.
     pub notes: BTreeMap<String, String>,
@@ -53,7 +55,8 @@ pub struct Session {
     /// Lines that were not frames.
     pub log: Vec<String>,
     pub corrupt: Vec<Corrupt>,
-    /// Frames that arrived where they make no sense (a second hello, a
+    /// Frames that arrived where they make no sense (a figure or answer
+    /// before `Hello`, a second hello, a second value for a metric, a
     /// command, anything after `Done`).
     pub unexpected: Vec<String>,
     /// The last [`RECENT_LINES`] lines of any kind, as received.
@@ -77,15 +80,21 @@ impl Session {
             Line::Frame(Err(error)) => return self.corrupt.push(Corrupt { line: line.to_owned(), error }),
             Line::Frame(Ok(frame)) => frame,
         };
-        if self.done.is_some() {
+        // Before its hello a firmware may only say hello, or refuse to run
+        // (a failure and its ending: it checks its CPU first).
+        let first = matches!(frame, Frame::Hello { .. }) && self.hello.is_none();
+        let refusal = matches!(frame, Frame::Failure { .. } | Frame::Done { .. });
+        if self.done.is_some() || (self.hello.is_none() && !first && !refusal) {
             return self.unexpected.push(line.to_owned());
         }
         match frame {
-            Frame::Hello { board, model, arena_capacity, stack_size } if self.hello.is_none() => {
+            Frame::Hello { board, model, arena_capacity, stack_size } if first => {
                 self.hello = Some(Hello { board: board.into(), model: model.into(), arena_capacity, stack_size });
             }
+            Frame::Metric { name, .. } if self.metrics.contains_key(name) => self.unexpected.push(line.to_owned()),
             Frame::Metric { name, value } => {
                 self.metrics.insert(name.to_owned(), value);
+                self.metric_frames.insert(name.to_owned(), line.to_owned());
             }
             Frame::Output { input, class, value } => self.outputs.push(Output { input: input.into(), class, value }),
             Frame::Note { name, text } => {
@@ -148,12 +157,62 @@ mod tests {
         assert!(matches!(s.corrupt[0].error, FrameError::Checksum { .. }));
     }
 
+    fn hello() -> String {
+        frame(Frame::Hello { board: "b", model: "m", arena_capacity: 10, stack_size: 20 })
+    }
+
     #[test]
     fn frames_after_done_are_unexpected() {
         let mut s = Session::default();
+        s.feed(&hello());
         s.feed(&frame(Frame::Done { ok: true }));
-        s.feed(&frame(Frame::Metric { name: "late", value: 1 }));
+        let late = frame(Frame::Metric { name: "late", value: 1 });
+        s.feed(&late);
         assert!(s.metrics.is_empty());
-        assert_eq!(s.unexpected.len(), 1);
+        assert_eq!(s.unexpected, [late.trim_end()]);
+    }
+
+    /// No figure counts before the firmware has said who it is: a metric,
+    /// output or placement before `Hello` is out of sequence, and so is a
+    /// second hello. (A refusal to start, failure and ending, may come
+    /// first.)
+    #[test]
+    fn frames_before_hello_and_a_second_hello_are_unexpected() {
+        let mut s = Session::default();
+        let early = [
+            frame(Frame::Metric { name: "arena_used_bytes", value: 5 }),
+            frame(Frame::Output { input: "x", class: 2, value: 0.5 }),
+            frame(Frame::Placement { tensor: 1, offset: 0 }),
+        ];
+        for line in &early {
+            s.feed(line);
+        }
+        s.feed(&hello());
+        s.feed(&hello());
+        assert!(s.metrics.is_empty() && s.outputs.is_empty() && s.placements.is_empty());
+        assert_eq!(s.unexpected.len(), 4, "{:?}", s.unexpected);
+        assert_eq!(s.unexpected[0], early[0].trim_end());
+        assert_eq!(s.hello.unwrap().board, "b");
+
+        let mut refused = Session::default();
+        refused.feed(&frame(Frame::Failure { stage: "board", code: 0, detail: "wrong CPU" }));
+        refused.feed(&frame(Frame::Done { ok: false }));
+        assert_eq!((refused.failure.unwrap().stage.as_str(), refused.done), ("board", Some(false)));
+        assert!(refused.unexpected.is_empty());
+    }
+
+    /// A metric reported twice keeps its first value; the second is out of
+    /// sequence (a figure must not be replaced after the fact).
+    #[test]
+    fn a_repeated_metric_is_unexpected_and_the_first_stands() {
+        let mut s = Session::default();
+        s.feed(&hello());
+        let first = frame(Frame::Metric { name: "stack_peak_bytes", value: 1000 });
+        let again = frame(Frame::Metric { name: "stack_peak_bytes", value: 10 });
+        s.feed(&first);
+        s.feed(&again);
+        assert_eq!(s.metrics["stack_peak_bytes"], 1000);
+        assert_eq!(s.metric_frames["stack_peak_bytes"], first.trim_end());
+        assert_eq!(s.unexpected, [again.trim_end()]);
     }
 }
