@@ -57,6 +57,26 @@ mod tests {
         assert_eq!(names, ["b.txt"]);
     }
 
+    /// The new contents arrive as a new file renamed over the old one: a
+    /// reader holding the old file (here a hard link to it) still sees all
+    /// of the old contents, never a truncated or mixed file. A write that
+    /// fails leaves the old file as it was and no temporary behind.
+    #[test]
+    fn a_write_replaces_the_file_by_rename_and_a_failed_one_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.toml");
+        write_atomic(&path, b"one").unwrap();
+        let reader = dir.path().join("reader");
+        fs::hard_link(&path, &reader).unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!((fs::read(&path).unwrap(), fs::read(&reader).unwrap()), (b"two".to_vec(), b"one".to_vec()));
+        assert!(copy_atomic(&dir.path().join("missing"), &path).is_err());
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        let mut names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["b.toml", "reader"]);
+    }
+
     #[test]
     fn unchanged_contents_keep_the_timestamp() {
         let dir = tempfile::tempdir().unwrap();

@@ -48,8 +48,10 @@ pub fn run(args: Args) -> Result<i32> {
         let status = Command::new(&cargo)
             .current_dir(ws.root())
             .args(["nextest", "run", "--config-file", ".config/nextest.toml", "--profile", profile])
-            // A name filter may select nothing in one of the suites.
-            .arg("--no-tests=warn")
+            // A name filter may select nothing in one of the suites; the full
+            // run must find tests in both (a suite that compiles to none is
+            // a failure, not a warning).
+            .arg(if args.nextest.is_empty() { "--no-tests=fail" } else { "--no-tests=warn" })
             .args(selection)
             .args(&args.nextest)
             .status()

@@ -124,6 +124,7 @@ fn a_lowered_baseline_is_a_regression_a_tolerance_forgives_it_and_runs_never_wri
     assert!(repo.out().join("pending/qemu-m7/hello_world.toml").is_file());
     let junit = std::fs::read_to_string(repo.out().join("junit.xml")).unwrap();
     assert!(junit.contains("failures=\"1\"") && junit.contains("arena_used_bytes"), "{junit}");
+    assert_eq!(snapshot(&repo.baselines()), before, "the regressing run wrote into baselines/");
 
     std::fs::write(repo.baselines().join("policy.toml"), "[tolerance]\narena_used_bytes = { bytes = 8 }\n").unwrap();
     let before_with_policy = snapshot(&repo.baselines());
@@ -302,9 +303,27 @@ fn the_report_page_shows_the_run_in_a_browser() {
     assert_eq!(out.status.code(), Some(1), "a regression: {}", text(&out));
     let page = o.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();
+    // It names no path of this machine (the checkout, the run's baselines,
+    // the home directory, cargo's registry) and fetches nothing.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    for machine_path in [root.to_str().unwrap(), repo.dir.path().to_str().unwrap()] {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let registry = format!("{}/registry", std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo")));
+    for machine_path in [root.to_str().unwrap(), repo.dir.path().to_str().unwrap(), &format!("{home}/"), &registry] {
         assert!(!html.contains(machine_path), "the page names {machine_path}");
+    }
+    for fetch in [
+        "src=\"",
+        "src='",
+        "href=\"http",
+        "href=\"//",
+        "href=\"/",
+        "url(",
+        "@import",
+        "<link",
+        "fetch(",
+        "XMLHttpRequest",
+    ] {
+        assert!(!html.contains(fetch), "the page fetches something: `{fetch}`");
     }
 
     let (dom, log) = browse(&page, &["--dump-dom".into()]);

@@ -264,7 +264,7 @@ pub fn markdown(results: &Results, c: &Comparison) -> String {
     }
     for (title, items) in found.lists() {
         if !items.is_empty() {
-            let items: Vec<String> = items.iter().map(|i| format!("- {i}")).collect();
+            let items: Vec<String> = items.iter().map(|i| format!("- {}", code_span(i))).collect();
             out.push_str(&format!("\n### {title}\n\n{}\n", items.join("\n")));
         }
     }
@@ -296,7 +296,20 @@ fn breakdowns(results: &Results) -> String {
     out
 }
 
-/// What the Markdown and HTML reports show besides the summary.
+/// `text` as a Markdown code span, whatever backticks it holds: fenced by
+/// one more backtick than its longest run (CommonMark strips the spaces).
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 {
+        format!("{fence}{text}{fence}")
+    } else {
+        format!("{fence} {text} {fence}")
+    }
+}
+
+/// What the Markdown and HTML reports show besides the summary (plain text;
+/// the Markdown sets each item as code).
 pub struct Findings {
     /// The figures that are not unchanged.
     pub changed: Vec<Row>,
@@ -342,7 +355,7 @@ pub fn findings(results: &Results, c: &Comparison) -> Findings {
         failed_runs: results
             .failed
             .iter()
-            .map(|f| format!("{}/{} {}: `{}`", f.board, f.model, f.scenario, f.error.lines().next().unwrap_or("")))
+            .map(|f| format!("{}/{} {}: {}", f.board, f.model, f.scenario, f.error.lines().next().unwrap_or("")))
             .collect(),
     }
 }
@@ -576,4 +589,17 @@ pub fn fit(f: &crate::spec::fit::Fit) -> String {
         if f.region == "RAM" { " after the stack" } else { "" },
         verdict(f.region_bytes),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message with backticks of its own stays one code span.
+    #[test]
+    fn code_spans_survive_backticks() {
+        assert_eq!(code_span("plain"), "`plain`");
+        assert_eq!(code_span("board `m7`: x"), "`` board `m7`: x ``");
+        assert_eq!(code_span("a `` b"), "``` a `` b ```");
+    }
 }

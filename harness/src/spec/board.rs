@@ -504,6 +504,10 @@ mod tests {
             ),
             (m7.replace("cpu = \"cortex-m7\"", "cpu = \"cortex-a53\""), "key `cpu`: `cortex-a53` is not one of"),
             (m7.replace("target = \"thumbv7em-none-eabihf\"", "target = \"thumbv6m-none-eabi\"\n#"), ""),
+            (
+                m7.replace("target = \"thumbv7em-none-eabihf\"", "target = \"thumbv8m.main-none-eabihf\"\n#"),
+                "key `target`: `thumbv8m.main-none-eabihf` does not run on a cortex-m7",
+            ),
             (m7.replace("kind = \"stdio\"", "kind = \"rtt\""), "key `transport.kind`"),
             (
                 m7.replace("safety_margin_percent = 20", "safety_margin_percent = 120"),

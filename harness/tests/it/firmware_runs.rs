@@ -133,6 +133,20 @@ fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
     let model = model("hello_world");
     let (firmware, _) = build(&board, &model);
     let mut target = runner::start(&board, &firmware.elf, &RunOptions::default()).unwrap();
+    // QEMU's UART is the pty (not its stdio, which a fallback would use).
+    let pid = target.process().expect("QEMU's process");
+    // (Empty while the process is still being exec'd.)
+    let started = std::time::Instant::now();
+    let cmdline = loop {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        if !cmdline.is_empty() || started.elapsed() > TIMEOUT {
+            break cmdline;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let args: Vec<String> = cmdline.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let serial = args.iter().position(|a| a == "-serial").and_then(|i| args.get(i + 1));
+    assert!(serial.is_some_and(|s| s.starts_with("/dev/pts/")), "QEMU's serial: {args:?}");
     let mut command = Vec::new();
     Frame::Run { scenario: SINGLE_FRAME, frames: 1 }.write_line(|b| command.extend_from_slice(b)).unwrap();
     command.push(b'\n');
