@@ -103,11 +103,21 @@ pub fn replay(dir: &Path) -> std::io::Result<Vec<(PathBuf, Option<String>)>> {
     files.into_iter().map(|f| Ok((f.clone(), outcome(&std::fs::read(&f)?)))).collect()
 }
 
+/// The file beside a corpus file that names the kind of error it is kept
+/// for.
+pub fn kind_file(corpus_file: &Path) -> PathBuf {
+    corpus_file.with_extension("kind")
+}
+
 /// Runs `cases` damaged inputs per seed model and adds to the corpus in
-/// `dir` one file per error kind it does not hold yet.
+/// `dir` one file per error kind it does not hold yet, each with its kind
+/// beside it (written too for a corpus file that has none yet).
 pub fn run(seeds: &[(String, Vec<u8>)], seed: u64, cases: usize, dir: &Path) -> std::io::Result<Report> {
     let mut report = Report::default();
-    for (_, kind) in replay(dir)? {
+    for (file, kind) in replay(dir)? {
+        if let (Some(kind), false) = (&kind, kind_file(&file).exists()) {
+            crate::fsutil::write_atomic(&kind_file(&file), format!("{kind}\n").as_bytes())?;
+        }
         report.kinds.extend(kind);
     }
     let mut damage = Damage::new(seed);
@@ -117,9 +127,10 @@ pub fn run(seeds: &[(String, Vec<u8>)], seed: u64, cases: usize, dir: &Path) -> 
             report.cases += 1;
             let Some(kind) = outcome(&bad) else { continue };
             report.errors += 1;
-            if report.kinds.insert(kind) {
+            if report.kinds.insert(kind.clone()) {
                 let path = dir.join(format!("{name}-{:03}.tflite", report.kinds.len()));
                 crate::fsutil::write_atomic(&path, &bad)?;
+                crate::fsutil::write_atomic(&kind_file(&path), format!("{kind}\n").as_bytes())?;
                 report.kept.push(path);
             }
         }
@@ -158,8 +169,13 @@ mod tests {
         let corpus = crate::Workspace::from_source().root().join("harness/tests/corpus");
         let replayed = replay(&corpus).unwrap();
         assert!(replayed.len() >= 10, "{} corpus files", replayed.len());
+        // Each file still gives the kind of error it was kept for, and no
+        // two files are kept for the same kind.
+        let mut kinds = BTreeSet::new();
         for (file, kind) in replayed {
-            assert!(kind.is_some(), "{} reads as a model", file.display());
+            let kept_for = std::fs::read_to_string(kind_file(&file)).unwrap();
+            assert_eq!(kind.as_deref(), Some(kept_for.trim_end()), "{}", file.display());
+            assert!(kinds.insert(kept_for), "{} repeats a kind", file.display());
         }
     }
 
