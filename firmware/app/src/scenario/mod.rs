@@ -143,10 +143,17 @@ fn send(frame: Frame) {
     platform::write(b"\n");
 }
 
+/// Sends each figure once (the harness refuses a figure sent twice).
 fn report(metrics: &[(&str, i64)]) {
     for &(name, value) in metrics {
         send(Frame::Metric { name, value });
     }
+}
+
+/// The memory figures every scenario reports ([`Rig::figures`]), then the
+/// process's peak RSS where the platform has one.
+fn report_figures(figures: &[(&str, i64)]) {
+    report(figures);
     if let Some(rss) = platform::rss_peak_bytes() {
         send(Frame::Metric { name: "rss_peak_bytes", value: rss });
     }

@@ -4,7 +4,7 @@
 use arena::Category;
 use hilmem_protocol::{exit, Frame};
 
-use super::{fail_with_tflm_messages, pool_failure, report, send, Rig};
+use super::{fail_with_tflm_messages, pool_failure, report_figures, send, Rig};
 use crate::{config, tflm};
 
 pub fn run(mut rig: Rig) -> i32 {
@@ -27,7 +27,7 @@ pub fn run(mut rig: Rig) -> i32 {
             Err(status) => return status,
         }
     }
-    report(&rig.figures());
+    report_figures(&rig.figures());
     for (tensor, offset) in tflm::placements(rig.arena) {
         send(Frame::Placement { tensor, offset });
     }

@@ -12,7 +12,7 @@ use arena::{Category, LogRing};
 use hilmem_protocol::ota::{Header, HEADER_BYTES};
 use hilmem_protocol::{exit, Frame, WARM_UP_FRAMES as WARM_UP};
 
-use super::{fail, fail_with_tflm_messages, pool_failure, report, send, Rig, Text, LOG_RING_BYTES};
+use super::{fail, fail_with_tflm_messages, pool_failure, report, report_figures, send, Rig, Text, LOG_RING_BYTES};
 use crate::{config, platform};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -174,7 +174,7 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
     let (heap_now, peak_now) = (at_end.0 as i64 - at_warm_up.0 as i64, at_end.1 as i64 - at_warm_up.1 as i64);
 
     let figures = rig.figures();
-    report(&figures);
+    report_figures(&figures);
     report(&[
         ("frames", i64::from(frames)),
         ("heap_growth_bytes", heap_now.max(peak_now)),
