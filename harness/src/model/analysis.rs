@@ -65,12 +65,11 @@ impl Analysis {
         let sg =
             model.subgraphs.first().ok_or_else(|| ReadError { at: "plan", why: "the model has no subgraph".into() })?;
         let mut caveats = Vec::new();
-        // The tail, the kernels' scratch buffers, and the least arena.
-        let (buffers, tail, minimum) = match tflm {
+        // The planned buffers (with the kernels' scratch buffers), the tail,
+        // and the 2020 tail the least arena is derived from.
+        let (buffers, tail, tail_2020) = match tflm {
             Generation::Tfmicro2020 => {
-                let buffers = buffers(model, &[])?;
                 let tail = tfmicro2020::predict(model)?;
-                let head = head_bytes(&buffers, &greedy(&buffers));
                 let svdf = sg
                     .operators
                     .iter()
@@ -81,8 +80,7 @@ impl Analysis {
                         "{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out"
                     ));
                 }
-                let minimum = tfmicro2020::minimum_arena(&tail, head, buffers.len());
-                (buffers, Some(tail.bytes), Some(minimum))
+                (buffers(model, &[])?, Some(tail.bytes), Some(tail))
             }
             Generation::Current => match current::not_predicted(model) {
                 Some(why) => {
@@ -98,6 +96,7 @@ impl Analysis {
         };
         let offsets = greedy(&buffers);
         let greedy = head_bytes(&buffers, &offsets);
+        let minimum = tail_2020.map(|tail| tfmicro2020::minimum_arena(&tail, greedy, buffers.len()));
         let (lower, peak_step) = lower_bound(&buffers);
         let planned = buffers.iter().zip(&offsets).map(|(b, &offset)| planned(model, b, offset)).collect();
         Ok(Analysis {

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use super::{layout, Layout, Tail};
 use crate::model::planner::{Scratch, BUFFER_ALIGNMENT};
-use crate::model::tflite::{self, Model, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
+use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
 const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
@@ -227,15 +227,18 @@ impl Recorder {
     }
 }
 
+/// The known kernel of an operator code (none for a custom operator).
+fn kernel_of(code: &OperatorCode) -> Option<&'static Kernel> {
+    KERNELS.iter().find(|k| code.custom.is_none() && k.code == code.builtin)
+}
+
 /// Why no prediction is made for `model`, when there is a reason.
 pub fn not_predicted(model: &Model) -> Option<String> {
     if model.subgraphs.len() > 1 {
         return Some(format!("the model has {} subgraphs; the prediction covers one", model.subgraphs.len()));
     }
     let mut unknown: Vec<String> = Vec::new();
-    for code in
-        model.operator_codes.iter().filter(|c| c.custom.is_some() || !KERNELS.iter().any(|k| k.code == c.builtin))
-    {
+    for code in model.operator_codes.iter().filter(|c| kernel_of(c).is_none()) {
         let name = code.custom.clone().unwrap_or_else(|| tflite::builtin_name(code.builtin).to_owned());
         if !unknown.contains(&name) {
             unknown.push(name);
@@ -254,8 +257,8 @@ pub fn predict(model: &Model, allocator: Allocator) -> Result<Prediction, ReadEr
     let tensor = |i: i32| usize::try_from(i).ok().and_then(|i| sg.tensors.get(i));
     let mut kernels = Vec::with_capacity(sg.operators.len());
     for op in &sg.operators {
-        let code = model.operator_codes.get(op.opcode_index as usize).map(|c| c.builtin);
-        let kernel = KERNELS.iter().find(|k| Some(k.code) == code);
+        let code = model.operator_codes.get(op.opcode_index as usize);
+        let kernel = code.and_then(kernel_of);
         kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
     }
     let mut tail = Recorder::default();
