@@ -35,6 +35,10 @@ pub fn read_byte() -> u8 {
 
 /// Bytes below the stack pointer left alone while painting.
 const PAINT_GUARD: usize = 4096;
+/// Bytes below the stack pointer not read for the peak: the frames of the
+/// call that reads the paint. (Reading only below the paint guard would floor
+/// the peak at the reading depth plus 4 KiB.)
+const READ_GUARD: usize = 256;
 
 /// The scenario thread's stack, `[bottom, top)`.
 pub struct Stack {
@@ -78,7 +82,7 @@ impl Stack {
 
     /// Deepest extent of the stack since it was painted, in bytes from the top.
     pub fn peak(&self) -> usize {
-        let reach = stack_pointer().saturating_sub(PAINT_GUARD).max(self.bottom);
+        let reach = stack_pointer().saturating_sub(READ_GUARD).max(self.bottom);
         // SAFETY: [bottom, sp - guard) is this thread's stack below every live frame.
         let unused = unsafe { std::slice::from_raw_parts(self.bottom as *const u8, reach - self.bottom) };
         self.size() - arena::untouched_prefix(unused)
