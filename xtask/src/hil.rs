@@ -23,7 +23,7 @@ pub struct Args {
     /// Model from the models file (repeat for several; default: all).
     #[arg(long = "model")]
     models: Vec<String>,
-    /// Scenario to run (repeat for several; default: all four).
+    /// Scenario to run (repeat for several; default: all four), or a firmware self-test (`selftest-*`).
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
     /// Frames of the streaming scenarios.

@@ -64,6 +64,40 @@ fn a_model_tflm_cannot_load_exits_2_naming_model_and_reason() {
 }
 
 #[test]
+fn a_firmware_that_claims_a_linker_figure_or_allocates_exits_2_naming_why() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = results.path().to_str().unwrap();
+    let out = xtask(&[
+        "hil",
+        "--model",
+        "hello_world",
+        "--scenario",
+        "selftest-linker-figure",
+        "--scenario",
+        "selftest-operator-new",
+        "--out",
+        dir,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let text = text(&out);
+    assert!(
+        text.contains("scenario `selftest-linker-figure`")
+            && text.contains("the firmware reported `flash_bytes` (~hm1 ")
+            && text.contains("never from the firmware"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scenario `selftest-operator-new`")
+            && text.contains("the firmware panicked")
+            && text.contains("C++ runtime: operator new"),
+        "{text}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(saved["records"].as_array().unwrap().len(), 0, "{saved}");
+}
+
+#[test]
 fn configuration_errors_exit_2_and_name_the_culprit() {
     let out = xtask(&["hil", "--board", "no-such-board"]);
     assert_eq!(out.status.code(), Some(2));

@@ -117,6 +117,13 @@ pub fn invoke() -> Result<(), Error> {
     check(unsafe { tflm_sys::hm_tflm_invoke() })
 }
 
+/// Allocates once through C++ `operator new` (a self-test: on bare metal
+/// that ends the run).
+pub fn selftest_operator_new() {
+    // SAFETY: allocates and frees 16 bytes.
+    unsafe { tflm_sys::hm_selftest_operator_new() }
+}
+
 pub fn arena_used_bytes() -> u32 {
     // SAFETY: plain query.
     unsafe { tflm_sys::hm_tflm_arena_used_bytes() }

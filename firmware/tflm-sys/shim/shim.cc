@@ -296,6 +296,15 @@ int32_t hm_tflm_output(uint32_t index, hm_tensor* out) {
 
 int32_t hm_tflm_schema_version(void) { return TFLITE_SCHEMA_VERSION; }
 
+// A self-test of the rule that nothing allocates from a heap: one C++
+// allocation, kept in a volatile so the compiler cannot elide it. On bare
+// metal, operator new ends the run.
+static char* volatile selftest_allocation;
+void hm_selftest_operator_new(void) {
+  selftest_allocation = new char[16];
+  delete[] selftest_allocation;
+}
+
 }  // extern "C"
 
 #ifdef HILMEM_BARE_METAL

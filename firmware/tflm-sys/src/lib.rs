@@ -66,4 +66,5 @@ extern "C" {
     pub fn hm_tflm_input(index: u32, out: *mut Tensor) -> i32;
     pub fn hm_tflm_output(index: u32, out: *mut Tensor) -> i32;
     pub fn hm_tflm_schema_version() -> i32;
+    pub fn hm_selftest_operator_new();
 }

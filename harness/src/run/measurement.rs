@@ -103,6 +103,19 @@ pub const LOG_HEAVY: &str = "log-heavy";
 pub const CONCURRENT_OTA: &str = "concurrent-ota";
 /// Every scenario, in the order they run.
 pub const SCENARIOS: [&str; 4] = [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA];
+/// The firmware's self-tests: each ends the run the way a broken firmware
+/// or link would (a panic, a HardFault, a hang, garbage on the wire, a
+/// figure only the linker knows, an allocation from a heap), so none may
+/// become a measurement. `hil --scenario` runs them to see that a board's
+/// runner and transport report each one.
+pub const SELF_TESTS: [&str; 6] = [
+    "selftest-panic",
+    "selftest-hardfault",
+    "selftest-hang",
+    "selftest-garbage",
+    "selftest-linker-figure",
+    "selftest-operator-new",
+];
 /// Frames of the streaming scenarios unless told otherwise: enough to see the
 /// watermarks settle after the firmware's four warm-up frames.
 pub const DEFAULT_FRAMES: u32 = 16;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use hilmem_protocol::WARM_UP_FRAMES;
 
-use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS, SINGLE_FRAME};
+use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
 use crate::run::record::{context, record, tflm_breakdown, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError};
@@ -38,7 +38,7 @@ pub enum ConfigError {
     Models(#[from] ModelsError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    #[error("no scenario `{0}` (scenarios: {list})", list = SCENARIOS.join(", "))]
+    #[error("no scenario `{0}` (scenarios: {list}; self-tests: {tests})", list = SCENARIOS.join(", "), tests = SELF_TESTS.join(", "))]
     UnknownScenario(String),
     #[error("the streaming scenarios need more than {min} frames, not {0}", min = WARM_UP_FRAMES)]
     TooFewFrames(u32),
@@ -155,7 +155,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     }
 
     for scenario in &options.scenarios {
-        if !SCENARIOS.contains(&scenario.as_str()) {
+        if !SCENARIOS.contains(&scenario.as_str()) && !SELF_TESTS.contains(&scenario.as_str()) {
             return Err(ConfigError::UnknownScenario(scenario.clone()));
         }
     }

@@ -185,6 +185,25 @@ fn figures_are_deterministic_on_the_emulated_board() {
 }
 
 #[test]
+fn the_stack_figure_is_the_scenarios_own() {
+    // The self-test runs the single frame and also says in a note what the
+    // stack reached once the report was formatted. The figure, read before
+    // the report, is the same as the single frame's, and the report reaches
+    // no deeper: the figure holds the scenario, not the cost of reporting it.
+    for board in [default_board(), board("host")] {
+        let model = model("hello_world");
+        let (firmware, sizes) = build(&board, &model);
+        let single = run(&board, &model, &firmware, SINGLE_FRAME, TIMEOUT);
+        let single = run::record::record(&board, &model, &firmware, sizes, SINGLE_FRAME, &single).unwrap();
+        let probe = run(&board, &model, &firmware, "selftest-stack-report", TIMEOUT).session;
+        let figure = probe.metrics[metric::STACK_PEAK_BYTES];
+        let after: i64 = probe.notes["stack_after_report_bytes"].parse().unwrap();
+        assert_eq!(figure, single.metrics[metric::STACK_PEAK_BYTES], "{}: the same scenario", board.name);
+        assert_eq!(after, figure, "{}: the report reached {after} bytes, the scenario {figure}", board.name);
+    }
+}
+
+#[test]
 fn image_sizes_agree_with_the_section_table() {
     let board = default_board();
     let (firmware, sizes) = build(&board, &model("person_detection"));

@@ -75,3 +75,60 @@ fn a_buffer_leaked_every_frame_fails_the_stream() {
     assert!(!check_passed(&record, "watermarks settle after warm-up"));
     assert!(!record.passed());
 }
+
+/// Every answer check of a record passed, one per configured input.
+fn answered(record: &Measurement, inputs: usize) -> bool {
+    let outputs: Vec<_> = record.checks.iter().filter(|c| c.name.starts_with("output for ")).collect();
+    outputs.len() == inputs && outputs.iter().all(|c| c.passed)
+}
+
+#[test]
+fn an_update_that_arrives_corrupt_or_fails_to_load_leaves_the_running_model_answering() {
+    // micro_speech's update (hello_world) is accepted when it arrives intact
+    // (above). With one bit flipped on its way in, the CRC refuses it, and
+    // micro_speech keeps its arena and answers every frame after.
+    let board = default_board();
+    let micro = model("micro_speech");
+    let (firmware, sizes) = build(&board, &micro);
+    let corrupt = run(&board, &micro, &firmware, "selftest-ota-corrupt", TIMEOUT);
+    let corrupt = run::record::record(&board, &micro, &firmware, sizes, CONCURRENT_OTA, &corrupt).unwrap();
+    assert_eq!(corrupt.metrics[metric::OTA_ACCEPTED], 0);
+    let gate = &corrupt.notes["ota_gate"];
+    assert!(gate.starts_with("rejected: model CRC ") && gate.contains("differs from the header's"), "{gate}");
+    assert!(!check_passed(&corrupt, "update to `hello_world` accepted"));
+    assert!(answered(&corrupt, micro.spec.inputs.len()), "{:?}", corrupt.checks);
+    assert_eq!(corrupt.metrics[metric::ARENA_USED_BYTES], 7024, "micro_speech still runs in the arena");
+
+    // An update whose metadata understates its arena passes the gate, then
+    // fails to load: hello_world is put back and answers every frame after.
+    let dir = tempfile::tempdir().unwrap();
+    let models = ws().root().join("firmware/models");
+    let file = dir.path().join("hil.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[model]]\nname = \"hello_world\"\nfile = \"{hello}\"\narena_bytes = 3072\n\
+             [[model.input]]\nname = \"x-half-pi\"\nvalues = [1.5707964]\nexpect_value = 1.0\ntolerance = 0.1\n\
+             [model.ota]\nmodel = \"micro_speech\"\nmin_arena_bytes = 1024\nmax_arena_bytes = 2048\nexpect = \"rejected\"\n\
+             [[model]]\nname = \"micro_speech\"\nfile = \"{micro}\"\narena_bytes = 10240\n\
+             [[model.input]]\nname = \"yes\"\nfile = \"{yes}\"\nexpect_class = 2\n",
+            hello = models.join("hello_world.tflite").display(),
+            micro = models.join("micro_speech.tflite").display(),
+            yes = models.join("yes_micro_f2e59fea_nohash_1.data").display(),
+        ),
+    )
+    .unwrap();
+    let mut options = Options::new(&ws(), vec![board.name.clone()]);
+    options.models_file = file;
+    options.models = vec!["hello_world".into()];
+    options.scenarios = vec![CONCURRENT_OTA.into()];
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    let failed = record(&results.records, "hello_world", CONCURRENT_OTA);
+    assert_eq!(failed.metrics[metric::OTA_ACCEPTED], 0);
+    let gate = &failed.notes["ota_gate"];
+    assert!(gate.starts_with("rejected: activation failed: "), "{gate}");
+    assert!(check_passed(failed, "update to `micro_speech` rejected"));
+    assert!(answered(failed, 1), "{:?}", failed.checks);
+    assert_eq!(failed.metrics[metric::ARENA_USED_BYTES], 1472, "hello_world runs in the arena again");
+}

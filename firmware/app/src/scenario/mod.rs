@@ -215,19 +215,40 @@ pub fn serve(stack: Stack) -> i32 {
 
 fn run(scenario: &str, frames: u32, stack: &Stack) -> i32 {
     match scenario {
-        "single-frame" => single_frame::run(Rig::take(stack)),
+        "single-frame" => single_frame::run(Rig::take(stack), false),
         "stream" => stream::run(Rig::take(stack), stream::Mode::Plain, frames),
         "log-heavy" => stream::run(Rig::take(stack), stream::Mode::LogHeavy, frames),
         "concurrent-ota" => stream::run(Rig::take(stack), stream::Mode::ConcurrentOta, frames),
-        // Self-tests of the harness: each ends the run the way a broken
-        // firmware or a bad line would, so the runners' handling of it can
-        // be tested.
+        "selftest-stack-report" => single_frame::run(Rig::take(stack), true),
+        "selftest-ota-corrupt" => stream::run(Rig::take(stack), stream::Mode::CorruptOta, frames),
+        _ => self_test(scenario),
+    }
+}
+
+/// Self-tests of the harness (besides the two above, which run a scenario
+/// with a twist): each ends the run the way a broken firmware or a bad line
+/// would, so the runners' handling of it can be tested.
+#[inline(never)]
+fn self_test(scenario: &str) -> i32 {
+    match scenario {
         "selftest-panic" => panic!("self-test panic"),
         "selftest-hardfault" => platform::fault(),
         "selftest-garbage" => {
             platform::write(b"\x00\xff noise \x1b[2J\n");
             platform::write(b"~hm1 0301 00000000\n");
             exit::OK
+        }
+        // Claims a figure only the linker knows.
+        "selftest-linker-figure" => {
+            report(&[("flash_bytes", 1)]);
+            send(Frame::Done { ok: true });
+            exit::OK
+        }
+        // Allocates from the C++ heap, which the bare-metal firmware does not
+        // have: the runtime's `operator new` ends the run.
+        "selftest-operator-new" => {
+            tflm::selftest_operator_new();
+            fail("selftest", 0, "operator new returned")
         }
         "selftest-hang" => loop {
             core::hint::spin_loop();

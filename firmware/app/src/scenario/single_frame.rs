@@ -1,13 +1,19 @@
 //! `single-frame`: load the model, run one inference per configured input,
 //! report the memory record and the model's answers.
 
+use core::fmt::Write;
+
 use arena::Category;
 use hilmem_protocol::{exit, Frame};
 
-use super::{fail_with_tflm_messages, pool_failure, report_figures, send, Rig};
+use super::{fail_with_tflm_messages, pool_failure, report_figures, send, Rig, Text};
 use crate::{config, tflm};
 
-pub fn run(mut rig: Rig) -> i32 {
+/// Runs the scenario. With `stack_after_report` (a self-test), it also says
+/// in a note what the stack reached once the report was formatted, which the
+/// reported figure, read before, must not include.
+#[inline(never)]
+pub fn run(mut rig: Rig, stack_after_report: bool) -> i32 {
     if let Err(e) = rig.load_painted(config::MODEL) {
         return fail_with_tflm_messages("load", e);
     }
@@ -34,6 +40,18 @@ pub fn run(mut rig: Rig) -> i32 {
     for ((name, _), (class, value)) in config::INPUTS.iter().zip(answers) {
         send(Frame::Output { input: name, class, value });
     }
+    if stack_after_report {
+        note_stack(&rig);
+    }
     send(Frame::Done { ok: true });
     exit::OK
+}
+
+/// A function of its own, so that its buffer does not enlarge the scenario's
+/// frame (and with it the figure).
+#[inline(never)]
+fn note_stack(rig: &Rig) {
+    let mut text = Text::<16>::new();
+    let _ = write!(text, "{}", rig.stack.peak());
+    send(Frame::Note { name: "stack_after_report_bytes", text: text.as_str() });
 }

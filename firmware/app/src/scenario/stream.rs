@@ -20,6 +20,15 @@ pub enum Mode {
     Plain,
     LogHeavy,
     ConcurrentOta,
+    /// The concurrent-OTA stream with one bit of the update flipped on its
+    /// way in (a self-test: verification must refuse it).
+    CorruptOta,
+}
+
+impl Mode {
+    fn updates(self) -> bool {
+        matches!(self, Mode::ConcurrentOta | Mode::CorruptOta)
+    }
 }
 
 /// Named inputs of a model.
@@ -50,6 +59,7 @@ struct Download {
     received: usize,
 }
 
+#[inline(never)]
 pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
     if frames <= WARM_UP {
         let mut detail = Text::<64>::new();
@@ -100,23 +110,11 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
         if let Err(status) = rig.infer(name, frame) {
             return status;
         }
-        if mode == Mode::ConcurrentOta && !ota_decided {
-            match receive_chunk(&mut rig, &mut download, frames) {
+        let mut downloaded = false;
+        if mode.updates() && !ota_decided {
+            match receive_chunk(&mut rig, &mut download, frames, mode == Mode::CorruptOta) {
                 Err(status) => return status,
-                Ok(false) => {}
-                Ok(true) => {
-                    ota_decided = true;
-                    let d = download.take().expect("a finished download");
-                    match activate(&mut rig, d) {
-                        Err(status) => return status,
-                        Ok(Some((accepted_inputs, answer))) => {
-                            ota_accepted = true;
-                            inputs = accepted_inputs;
-                            ota_answer = Some(answer);
-                        }
-                        Ok(None) => {}
-                    }
-                }
+                Ok(complete) => downloaded = complete,
             }
         }
 
@@ -137,6 +135,21 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
                 State::Postprocessing.name(),
                 clock.0
             );
+        }
+
+        // A complete update is decided once this frame's answer is out.
+        if downloaded {
+            ota_decided = true;
+            let d = download.take().expect("a finished download");
+            match activate(&mut rig, d) {
+                Err(status) => return status,
+                Ok(Some((accepted_inputs, answer))) => {
+                    ota_accepted = true;
+                    inputs = accepted_inputs;
+                    ota_answer = Some(answer);
+                }
+                Ok(None) => {}
+            }
         }
 
         // Upload: the previous frame's upload completes, this one's starts.
@@ -183,7 +196,7 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
     if let Some(log) = &log {
         report(&[("log_ring_peak_bytes", log.peak() as i64), ("log_dropped_bytes", log.dropped() as i64)]);
     }
-    if mode == Mode::ConcurrentOta {
+    if mode.updates() {
         report(&[("ota_accepted", i64::from(ota_accepted))]);
         if let Some((class, value)) = ota_answer {
             send(Frame::Output { input: config::OTA_INPUTS[0].0, class, value });
@@ -205,9 +218,10 @@ fn steady_usage(rig: &Rig) -> (usize, usize) {
 }
 
 /// Copies the next chunk of the incoming package into the staging buffer.
-/// The package is spread over the first half of the frames. Returns whether
-/// the download is complete.
-fn receive_chunk(rig: &mut Rig, download: &mut Option<Download>, frames: u32) -> Result<bool, i32> {
+/// The package is spread over the first half of the frames; with `corrupt`,
+/// the first byte of the model arrives with its lowest bit flipped. Returns
+/// whether the download is complete.
+fn receive_chunk(rig: &mut Rig, download: &mut Option<Download>, frames: u32, corrupt: bool) -> Result<bool, i32> {
     let package = config::OTA_PACKAGE;
     let d = match download {
         Some(d) => d,
@@ -224,6 +238,9 @@ fn receive_chunk(rig: &mut Rig, download: &mut Option<Download>, frames: u32) ->
     let chunk = model.len().div_ceil((frames as usize / 2).max(1)).max(1);
     let end = (d.received + chunk).min(model.len()).min(d.staging.len());
     d.staging[d.received..end].copy_from_slice(&model[d.received..end]);
+    if corrupt && d.received == 0 {
+        d.staging[0] ^= 1;
+    }
     d.received = end;
     Ok(d.received == d.staging.len())
 }
@@ -231,7 +248,7 @@ fn receive_chunk(rig: &mut Rig, download: &mut Option<Download>, frames: u32) ->
 /// Verifies a complete download, lets the gate decide, and activates an
 /// accepted model in the shared arena, where it runs one inference. Returns
 /// the new model's inputs and answer when accepted; a refused update leaves the
-/// running model as it was.
+/// running model as it was, and one that fails to load puts it back.
 fn activate(rig: &mut Rig, d: Download) -> Result<Option<(Inputs, Answer)>, i32> {
     let decision = |accepted: bool, why: &dyn core::fmt::Display| {
         let mut text = Text::<160>::new();
