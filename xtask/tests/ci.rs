@@ -1,6 +1,7 @@
 //! CI is the command line: the workflows call only commands that exist, the
 //! hosted one runs what `.ci/run` runs, and the board matrix comes from the
-//! board profiles.
+//! board profiles; the jobs on self-hosted runners run one per board and
+//! never for a fork.
 
 use std::path::Path;
 use std::process::Command;
@@ -71,4 +72,45 @@ fn the_matrix_is_the_board_profiles() {
         assert_eq!(listed, expected, "{kind}");
         assert!(!listed.is_empty());
     }
+}
+
+fn workflow(name: &str) -> yaml_serde::Value {
+    let text = std::fs::read_to_string(root().join(".github/workflows").join(name)).unwrap();
+    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn runs_self_hosted(job: &yaml_serde::Value) -> bool {
+    job["runs-on"].as_sequence().is_some_and(|labels| labels.iter().any(|l| l == "self-hosted"))
+}
+
+#[test]
+fn board_jobs_run_one_per_board_from_the_real_matrix_and_never_for_a_fork() {
+    for name in ["hil.yml", "approve-baselines.yml"] {
+        let jobs = workflow(name)["jobs"].as_mapping().unwrap().clone();
+        let on_boards: Vec<_> = jobs.iter().filter(|(_, job)| runs_self_hosted(job)).collect();
+        assert!(!on_boards.is_empty(), "{name}");
+        for (id, job) in on_boards {
+            let id = id.as_str().unwrap();
+            assert_eq!(job["runs-on"][1], "${{ matrix.label }}", "{name}: {id}");
+            assert_eq!(job["concurrency"]["group"], "hil-board-${{ matrix.board }}", "{name}: {id}");
+            assert_eq!(job["concurrency"]["cancel-in-progress"], false, "{name}: {id}");
+        }
+    }
+
+    // hil.yml: the matrix is the real boards, and a board job runs for a push
+    // to this repository or a pull request from it, nothing else.
+    let hil = workflow("hil.yml");
+    let steps = hil["jobs"]["matrix"]["steps"].as_sequence().unwrap();
+    let matrix = steps.iter().find(|s| s["id"] == "matrix").unwrap();
+    assert!(matrix["run"].as_str().unwrap().contains("$(cargo xtask matrix --kind real)"), "{matrix:?}");
+    let board = &hil["jobs"]["board"];
+    assert_eq!(board["needs"], "matrix");
+    assert_eq!(board["strategy"]["matrix"], "${{ fromJSON(needs.matrix.outputs.boards) }}");
+    let paths: Vec<&str> = board["if"].as_str().unwrap().split("||").map(str::trim).collect();
+    assert_eq!(
+        paths,
+        ["github.event_name == 'push'", "github.event.pull_request.head.repo.full_name == github.repository"]
+    );
+    let triggers: Vec<_> = hil["on"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(triggers, ["push", "pull_request"], "a new trigger needs its own fork guard");
 }
