@@ -63,7 +63,7 @@ pub fn run(args: Args) -> Result<i32> {
         ("tests", xtask.as_os_str(), strings(&["test"])),
         ("emulated boards against the baselines", xtask.as_os_str(), hil),
     ];
-    let mut code = exit::OK;
+    let mut failed = Vec::new();
     for (name, program, args) in steps {
         eprintln!("== ci: {name}");
         let mut command = Command::new(program);
@@ -74,10 +74,16 @@ pub fn run(args: Args) -> Result<i32> {
         let status = command.status().with_context(|| format!("cannot run the {name} step"))?;
         if !status.success() {
             eprintln!("== ci: {name} FAILED");
-            code = code.max(status.code().unwrap_or(exit::ERROR).clamp(exit::REGRESSION, exit::ERROR));
+            failed.push(status.code());
         }
     }
-    Ok(code)
+    Ok(worst(&failed))
+}
+
+/// CI's status: the worst of its failed steps' statuses (`None` for a step
+/// killed by a signal), each read as a regression (1) or an error (2).
+fn worst(failed: &[Option<i32>]) -> i32 {
+    failed.iter().map(|code| code.unwrap_or(exit::ERROR).clamp(exit::REGRESSION, exit::ERROR)).max().unwrap_or(exit::OK)
 }
 
 /// The checkout `given` names: itself when it is a TFLM tree, else the
@@ -123,4 +129,22 @@ fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_ends_with_the_worst_status_of_its_steps() {
+        assert_eq!(worst(&[]), exit::OK);
+        assert_eq!(worst(&[Some(1)]), exit::REGRESSION);
+        assert_eq!(worst(&[Some(1), Some(2), Some(1)]), exit::ERROR);
+        assert_eq!(worst(&[Some(2), Some(1)]), exit::ERROR);
+        // cargo's 101 (a failed test) and a step killed by a signal are errors.
+        assert_eq!(worst(&[Some(1), Some(101)]), exit::ERROR);
+        assert_eq!(worst(&[None]), exit::ERROR);
+        // A failed step is never success, whatever status it gave.
+        assert_eq!(worst(&[Some(-1)]), exit::REGRESSION);
+    }
 }
