@@ -158,3 +158,281 @@ pub fn reject(results_dir: &Path, board: &str, model: &str, scenario: &str) -> R
         candidate.write(&path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use git2::{Repository, Signature};
+
+    use super::*;
+    use crate::run::measurement::Measurement;
+    use crate::run::results::Image;
+    use crate::verdict::compare::Verdict;
+
+    fn figures(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
+        pairs.iter().map(|&(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    fn meta(model: &str) -> Meta {
+        Meta {
+            board: "qemu-m7".into(),
+            model: model.into(),
+            model_sha256: "ab".into(),
+            tflm: "tfmicro-0.1.0".into(),
+            tflm_generation: "2020".into(),
+            rustc: "rustc 1.0".into(),
+            target: "thumbv7em-none-eabihf".into(),
+            arena_bytes: 3072,
+            measured_at_commit: String::new(),
+            approved_by: "someone".into(),
+            approved_at: 1,
+        }
+    }
+
+    fn baseline(model: &str, scenarios: &[(&str, &[(&str, i64)])]) -> BaselineFile {
+        BaselineFile {
+            meta: meta(model),
+            scenario: scenarios.iter().map(|&(s, f)| (s.to_owned(), figures(f))).collect(),
+        }
+    }
+
+    /// A git repository whose `baselines/qemu-m7/hello_world.toml` is
+    /// committed, with a results directory beside it.
+    struct Checkout {
+        dir: tempfile::TempDir,
+        repo: Repository,
+    }
+
+    impl Checkout {
+        fn new() -> Checkout {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = Repository::init(dir.path()).unwrap();
+            let mut config = repo.config().unwrap();
+            config.set_str("user.name", "Reviewer").unwrap();
+            config.set_str("user.email", "reviewer@example.com").unwrap();
+            let checkout = Checkout { dir, repo };
+            let committed =
+                baseline("hello_world", &[("single-frame", &[("a_bytes", 1)]), ("stream", &[("b_bytes", 2)])]);
+            committed.write(&checkout.baseline("hello_world")).unwrap();
+            {
+                let mut index = checkout.repo.index().unwrap();
+                index.add_path(Path::new("baselines/qemu-m7/hello_world.toml")).unwrap();
+                let tree = checkout.repo.find_tree(index.write_tree().unwrap()).unwrap();
+                let sig = Signature::now("Reviewer", "reviewer@example.com").unwrap();
+                checkout.repo.commit(Some("HEAD"), &sig, &sig, "baselines", &tree, &[]).unwrap();
+                index.write().unwrap();
+            }
+            checkout
+        }
+
+        fn baselines(&self) -> PathBuf {
+            self.dir.path().join("baselines")
+        }
+
+        fn results(&self) -> PathBuf {
+            self.dir.path().join("out")
+        }
+
+        fn baseline(&self, model: &str) -> PathBuf {
+            file_path(&self.baselines(), "qemu-m7", model)
+        }
+
+        fn candidate(&self, model: &str) -> PathBuf {
+            file_path(&pending_dir(&self.results()), "qemu-m7", model)
+        }
+
+        fn approve(&self, filters: &[Filter], commit: bool) -> Result<Approval, BaselineError> {
+            let message = |rows: &[Row]| format!("approve {} figures", rows.len());
+            approve(
+                &self.results(),
+                &self.baselines(),
+                filters,
+                "Reviewer",
+                commit.then_some(&message as CommitMessage),
+            )
+        }
+    }
+
+    fn row(model: &str, scenario: &str, metric: &str, baseline: Option<i64>, measured: Option<i64>) -> Row {
+        Row {
+            board: "qemu-m7".into(),
+            model: model.into(),
+            scenario: scenario.into(),
+            metric: metric.into(),
+            baseline,
+            measured,
+            verdict: crate::verdict::compare::verdict(Default::default(), baseline, measured),
+        }
+    }
+
+    #[test]
+    fn a_run_leaves_candidates_for_the_scenarios_that_changed_and_only_their_figures() {
+        let checkout = Checkout::new();
+        // A candidate of an earlier run is gone after the next one.
+        baseline("old_model", &[("stream", &[("x_bytes", 1)])]).write(&checkout.candidate("old_model")).unwrap();
+        let image = |model: &str| Image {
+            board: "qemu-m7".into(),
+            model: model.into(),
+            model_sha256: "cd".into(),
+            tflm: "tfmicro-0.1.0".into(),
+            tflm_generation: "2020".into(),
+            rustc: "rustc 2.0".into(),
+            target: "thumbv7em-none-eabihf".into(),
+            arena_bytes: 4096,
+        };
+        let record = |model: &str, scenario: &str| Measurement {
+            board: "qemu-m7".into(),
+            model: model.into(),
+            scenario: scenario.into(),
+            metrics: figures(&[("a_bytes", 5), ("frames", 16)]),
+            notes: BTreeMap::new(),
+            checks: vec![],
+            arena_prediction: None,
+            tflm_breakdown: None,
+        };
+        let results = Results {
+            format: 1,
+            commit: Some("c0ffee".into()),
+            boards: vec!["qemu-m7".into()],
+            images: vec![image("hello_world"), image("micro_speech")],
+            records: vec![
+                record("hello_world", "single-frame"),
+                record("hello_world", "stream"),
+                record("micro_speech", "stream"),
+            ],
+            failed: vec![],
+        };
+        let mut changed = row("hello_world", "single-frame", "a_bytes", Some(1), Some(5));
+        changed.verdict = Verdict::Regressed;
+        let mut same = row("hello_world", "stream", "a_bytes", Some(5), Some(5));
+        same.verdict = Verdict::Unchanged;
+        let mut other = row("micro_speech", "stream", "a_bytes", Some(5), Some(5));
+        other.verdict = Verdict::Unchanged;
+        let comparison =
+            Comparison { against: "work tree".into(), runtime_changes: vec![], rows: vec![changed, same, other] };
+
+        let written = write_pending(&results, &comparison, &checkout.results()).unwrap();
+        assert_eq!(written, [checkout.candidate("hello_world")]);
+        assert_eq!(
+            pending(&checkout.results()).unwrap(),
+            [("qemu-m7".into(), "hello_world".into(), written[0].clone())]
+        );
+        let candidate = read(&written[0], "qemu-m7", "hello_world").unwrap();
+        assert_eq!(candidate.scenario, [("single-frame".to_owned(), figures(&[("a_bytes", 5)]))].into());
+        assert_eq!(
+            candidate.meta,
+            Meta { approved_by: String::new(), approved_at: 0, ..image("hello_world").meta(&results) }
+        );
+        assert_eq!(candidate.meta.measured_at_commit, "c0ffee");
+    }
+
+    #[test]
+    fn approving_takes_the_chosen_scenarios_and_commits_exactly_their_files() {
+        let checkout = Checkout::new();
+        let hello = baseline("hello_world", &[("single-frame", &[("a_bytes", 5)]), ("stream", &[("b_bytes", 7)])]);
+        hello.write(&checkout.candidate("hello_world")).unwrap();
+        baseline("micro_speech", &[("single-frame", &[("c_bytes", 3)])])
+            .write(&checkout.candidate("micro_speech"))
+            .unwrap();
+        // A file staged by hand stays staged and out of the commit.
+        std::fs::write(checkout.dir.path().join("notes.txt"), "mine").unwrap();
+        let mut index = checkout.repo.index().unwrap();
+        index.add_path(Path::new("notes.txt")).unwrap();
+        index.write().unwrap();
+        let before = now();
+
+        let single = Filter { scenario: Some("single-frame".into()), ..Filter::default() };
+        let approval = checkout.approve(&[single], true).unwrap();
+
+        assert_eq!(approval.files, [checkout.baseline("hello_world"), checkout.baseline("micro_speech")]);
+        assert_eq!(
+            approval.diff,
+            [
+                row("hello_world", "single-frame", "a_bytes", Some(1), Some(5)),
+                row("micro_speech", "single-frame", "c_bytes", None, Some(3)),
+            ]
+        );
+        // single-frame taken, stream kept as it was; the new model's file made.
+        let hello = read(&checkout.baseline("hello_world"), "qemu-m7", "hello_world").unwrap();
+        assert_eq!(hello.scenario["single-frame"], figures(&[("a_bytes", 5)]));
+        assert_eq!(hello.scenario["stream"], figures(&[("b_bytes", 2)]));
+        assert_eq!(hello.meta.approved_by, "Reviewer");
+        assert!(hello.meta.approved_at >= before);
+        let micro = read(&checkout.baseline("micro_speech"), "qemu-m7", "micro_speech").unwrap();
+        assert_eq!(micro.scenario, [("single-frame".to_owned(), figures(&[("c_bytes", 3)]))].into());
+        // What was not taken stays pending; what was, is gone.
+        let left = read(&checkout.candidate("hello_world"), "qemu-m7", "hello_world").unwrap();
+        assert_eq!(left.scenario, [("stream".to_owned(), figures(&[("b_bytes", 7)]))].into());
+        assert!(!checkout.candidate("micro_speech").exists());
+
+        let head = checkout.repo.head().unwrap().peel_to_commit().unwrap();
+        assert_eq!(approval.commit.as_deref(), Some(head.id().to_string().as_str()));
+        assert_eq!(head.message(), Some("approve 2 figures"));
+        let parent = head.parent(0).unwrap();
+        let diff = checkout.repo.diff_tree_to_tree(Some(&parent.tree().unwrap()), Some(&head.tree().unwrap()), None);
+        let changed: Vec<PathBuf> = diff.unwrap().deltas().map(|d| d.new_file().path().unwrap().to_owned()).collect();
+        assert_eq!(
+            changed,
+            [PathBuf::from("baselines/qemu-m7/hello_world.toml"), PathBuf::from("baselines/qemu-m7/micro_speech.toml")]
+        );
+        let staged = checkout.repo.statuses(None).unwrap();
+        let notes = staged.iter().find(|s| s.path() == Some("notes.txt")).unwrap();
+        assert!(notes.status().contains(git2::Status::INDEX_NEW));
+    }
+
+    #[test]
+    fn approving_nothing_writes_and_commits_nothing() {
+        let checkout = Checkout::new();
+        baseline("hello_world", &[("stream", &[("b_bytes", 7)])]).write(&checkout.candidate("hello_world")).unwrap();
+        let head = checkout.repo.head().unwrap().peel_to_commit().unwrap().id();
+        let single = Filter { scenario: Some("single-frame".into()), ..Filter::default() };
+        let approval = checkout.approve(&[single], true).unwrap();
+        assert!(approval.files.is_empty() && approval.diff.is_empty() && approval.commit.is_none());
+        assert_eq!(checkout.repo.head().unwrap().peel_to_commit().unwrap().id(), head);
+        let kept = read(&checkout.baseline("hello_world"), "qemu-m7", "hello_world").unwrap();
+        assert_eq!(kept.scenario["stream"], figures(&[("b_bytes", 2)]));
+        assert!(checkout.candidate("hello_world").exists());
+    }
+
+    #[test]
+    fn a_commit_is_refused_over_uncommitted_baseline_edits_and_nothing_is_written() {
+        let checkout = Checkout::new();
+        baseline("hello_world", &[("stream", &[("b_bytes", 7)])]).write(&checkout.candidate("hello_world")).unwrap();
+        let edited = baseline("hello_world", &[("stream", &[("b_bytes", 9)])]);
+        edited.write(&checkout.baseline("hello_world")).unwrap();
+        let err = checkout.approve(&[Filter::default()], true).unwrap_err().to_string();
+        assert!(err.contains("baselines/qemu-m7/hello_world.toml"), "{err}");
+        assert_eq!(read(&checkout.baseline("hello_world"), "qemu-m7", "hello_world").unwrap(), edited);
+        assert!(checkout.candidate("hello_world").exists());
+        // Without a commit, approving over the edit is the user's call.
+        let approval = checkout.approve(&[Filter::default()], false).unwrap();
+        assert_eq!(approval.diff, [row("hello_world", "stream", "b_bytes", Some(9), Some(7))]);
+        assert!(approval.commit.is_none());
+    }
+
+    #[test]
+    fn filters_choose_by_board_model_and_scenario() {
+        let f = |board: Option<&str>, model: Option<&str>, scenario: Option<&str>| Filter {
+            board: board.map(Into::into),
+            model: model.map(Into::into),
+            scenario: scenario.map(Into::into),
+        };
+        assert!(f(None, None, None).takes("b", "m", "s"));
+        assert!(f(Some("b"), Some("m"), Some("s")).takes("b", "m", "s"));
+        assert!(!f(Some("x"), None, None).takes("b", "m", "s"));
+        assert!(!f(None, Some("x"), None).takes("b", "m", "s"));
+        assert!(!f(None, None, Some("x")).takes("b", "m", "s"));
+    }
+
+    #[test]
+    fn rejecting_drops_one_scenario_then_the_file() {
+        let checkout = Checkout::new();
+        let both = baseline("hello_world", &[("single-frame", &[("a_bytes", 5)]), ("stream", &[("b_bytes", 7)])]);
+        both.write(&checkout.candidate("hello_world")).unwrap();
+        reject(&checkout.results(), "qemu-m7", "hello_world", "stream").unwrap();
+        let left = read(&checkout.candidate("hello_world"), "qemu-m7", "hello_world").unwrap();
+        assert_eq!(left.scenario.keys().collect::<Vec<_>>(), ["single-frame"]);
+        reject(&checkout.results(), "qemu-m7", "hello_world", "single-frame").unwrap();
+        assert!(!checkout.candidate("hello_world").exists());
+        assert!(pending(&checkout.results()).unwrap().is_empty());
+    }
+}

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use harness::model::analysis::Analysis;
 use harness::model::tail::tfmicro2020 as tail;
 use harness::model::tail::Layout;
-use harness::model::tflite::builtin_name;
 use harness::model::tflm_ops;
 use harness::run::measurement::SINGLE_FRAME;
 
