@@ -232,6 +232,7 @@ fn run_group(ws: &Workspace, group: &Group, out: &Path, deadline: Instant) -> Re
     for arg in group.test_args {
         command.arg(format!("--cargo-test-arg={arg}"));
     }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     eprintln!("== mutants: {}: {command:?}", group.name);
     let mut child = command.spawn().context("cannot start cargo mutants")?;
     loop {
