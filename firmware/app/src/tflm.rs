@@ -119,6 +119,7 @@ pub fn invoke() -> Result<(), Error> {
 
 /// Allocates once through C++ `operator new` (a self-test: on bare metal
 /// that ends the run).
+#[cfg(target_os = "none")]
 pub fn selftest_operator_new() {
     // SAFETY: allocates and frees 16 bytes.
     unsafe { tflm_sys::hm_selftest_operator_new() }

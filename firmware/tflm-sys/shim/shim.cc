@@ -296,14 +296,17 @@ int32_t hm_tflm_output(uint32_t index, hm_tensor* out) {
 
 int32_t hm_tflm_schema_version(void) { return TFLITE_SCHEMA_VERSION; }
 
+#ifdef HILMEM_BARE_METAL
 // A self-test of the rule that nothing allocates from a heap: one C++
-// allocation, kept in a volatile so the compiler cannot elide it. On bare
-// metal, operator new ends the run.
+// allocation, kept in a volatile so the compiler cannot elide it; operator
+// new below ends the run. (Only on bare metal: on the host it would link the
+// C++ library's allocator, and with it the library, into every image.)
 static char* volatile selftest_allocation;
 void hm_selftest_operator_new(void) {
   selftest_allocation = new char[16];
   delete[] selftest_allocation;
 }
+#endif
 
 }  // extern "C"
 

@@ -66,5 +66,7 @@ extern "C" {
     pub fn hm_tflm_input(index: u32, out: *mut Tensor) -> i32;
     pub fn hm_tflm_output(index: u32, out: *mut Tensor) -> i32;
     pub fn hm_tflm_schema_version() -> i32;
+    /// Bare metal only.
+    #[cfg(target_os = "none")]
     pub fn hm_selftest_operator_new();
 }
