@@ -314,9 +314,22 @@ mod tests {
         let (board, model, firmware, sizes) = setup();
         let r =
             record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), Ending::Exited(exit::OK))).unwrap();
-        assert_eq!(r.metrics[metric::FLASH_BYTES], 102_096);
-        assert_eq!(r.metrics[metric::ARENA_USED_BYTES], 1472);
+        // Exactly the ELF's figures and the firmware's: the prediction is
+        // beside them, never one of them.
+        let mut expected: std::collections::BTreeMap<String, i64> = [
+            (metric::MODEL_BYTES, model.bytes.len() as i64),
+            (metric::FLASH_BYTES, 102_096),
+            (metric::STATIC_RAM_BYTES, 29_212),
+            (metric::ARENA_CAPACITY_BYTES, 3072),
+            (metric::POOL_CAPACITY_BYTES, 8192),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        expected.extend(metric::FROM_FIRMWARE.iter().map(|&name| (name.to_owned(), 1472)));
+        assert_eq!(r.metrics, expected);
         assert_eq!(r.arena_prediction, Some(ArenaPrediction { predicted_bytes: 1472, measured_bytes: 1472 }));
+        assert!(r.passed(), "{:?}", r.checks);
     }
 
     /// Where the analyzer has no prediction (a current TFLM and a kernel it
