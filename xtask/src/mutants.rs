@@ -132,12 +132,23 @@ impl Outcomes {
             caught: lines("caught.txt")?.len(),
             timeout: lines("timeout.txt")?.len(),
             unviable: lines("unviable.txt")?.len(),
-            missed: lines("missed.txt")?,
+            missed: lines("missed.txt")?.iter().map(|l| without_line_col(l)).collect(),
         })
     }
 
     fn tested(&self) -> usize {
         self.caught + self.timeout + self.unviable + self.missed.len()
+    }
+}
+
+/// `file:line:col: mutation` as `file: mutation`, which survives edits
+/// elsewhere in the file.
+fn without_line_col(name: &str) -> String {
+    let parts: Vec<&str> = name.splitn(4, ':').collect();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match parts[..] {
+        [file, line, col, rest] if digits(line) && digits(col) => format!("{file}:{rest}"),
+        _ => name.to_owned(),
     }
 }
 
@@ -278,11 +289,11 @@ mod tests {
     fn outcomes_are_read_from_cargo_mutants_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("caught.txt"), "a\nb\n").unwrap();
-        std::fs::write(dir.path().join("missed.txt"), "c: replace d in e\n").unwrap();
+        std::fs::write(dir.path().join("missed.txt"), "c.rs:12:5: replace d in e\n").unwrap();
         let outcomes = Outcomes::read(dir.path()).unwrap();
         assert_eq!(
             outcomes,
-            Outcomes { caught: 2, timeout: 0, unviable: 0, missed: vec!["c: replace d in e".to_owned()] }
+            Outcomes { caught: 2, timeout: 0, unviable: 0, missed: vec!["c.rs: replace d in e".to_owned()] }
         );
         assert_eq!(outcomes.tested(), 3);
     }

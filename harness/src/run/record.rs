@@ -8,7 +8,7 @@ use hilmem_protocol::exit;
 
 use crate::model::analysis::Analysis;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, RECORDED, SINGLE_FRAME,
+    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, RECORDED, SINGLE_FRAME, STREAM,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
@@ -428,6 +428,45 @@ mod tests {
             silent.contains("expected a Hello frame after boot") && silent.contains("the target printed nothing"),
             "{silent}"
         );
+    }
+
+    /// A failure the firmware reports is an error that says, for each
+    /// stage, what failed, and quotes the firmware's detail.
+    #[test]
+    fn a_firmware_failure_names_its_stage() {
+        let stages = [
+            ("board", "the firmware refused to run on this board"),
+            ("load", "TFLM could not load the model"),
+            ("input", "the input could not be fed to the model"),
+            ("invoke", "inference failed"),
+            ("output", "the output could not be read"),
+            ("command", "the firmware refused the harness's command"),
+            ("selftest", "the firmware stopped"),
+        ];
+        for (stage, meaning) in stages {
+            let frames = [
+                hello("qemu-m7", "hello_world", 3072),
+                Frame::Failure { stage, code: 3, detail: "what it said" },
+                Frame::Done { ok: false },
+            ];
+            let e = refused(&frames, Ending::Exited(exit::FAILED));
+            let expected = format!("scenario `single-frame`: {meaning}: what it said (stage `{stage}`, status 3)");
+            assert!(e.ends_with(&expected), "expected `{expected}` in: {e}");
+        }
+    }
+
+    /// The prediction is made for the single frame on a 32-bit board only.
+    #[test]
+    fn only_the_single_frame_carries_a_prediction() {
+        let (board, model, firmware, sizes) = setup();
+        let mut frames = clean();
+        let streamed = [
+            Frame::Metric { name: metric::FRAMES, value: 16 },
+            Frame::Metric { name: metric::HEAP_GROWTH_BYTES, value: 0 },
+        ];
+        frames.splice(1..1, streamed);
+        let r = record(&board, &model, &firmware, sizes, STREAM, &run(&frames, Ending::Exited(exit::OK))).unwrap();
+        assert_eq!((r.arena_prediction, r.notes.get(NOT_PREDICTED)), (None, None));
     }
 
     fn log(lines: &[&str]) -> Vec<String> {

@@ -297,7 +297,7 @@ mod tests {
             records: vec![
                 record("hello_world", "single-frame"),
                 record("hello_world", "stream"),
-                record("micro_speech", "stream"),
+                Measurement { metrics: figures(&[("a_bytes", 9)]), ..record("micro_speech", "single-frame") },
             ],
             failed: vec![],
         };
@@ -305,7 +305,7 @@ mod tests {
         changed.verdict = Verdict::Regressed;
         let mut same = row("hello_world", "stream", "a_bytes", Some(5), Some(5));
         same.verdict = Verdict::Unchanged;
-        let mut other = row("micro_speech", "stream", "a_bytes", Some(5), Some(5));
+        let mut other = row("micro_speech", "single-frame", "a_bytes", Some(9), Some(9));
         other.verdict = Verdict::Unchanged;
         let comparison =
             Comparison { against: "work tree".into(), runtime_changes: vec![], rows: vec![changed, same, other] };
