@@ -8,7 +8,7 @@ use hilmem_protocol::exit;
 
 use crate::model::analysis::Analysis;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, RECORDED, SINGLE_FRAME, STREAM,
+    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, RECORDED, SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
@@ -243,6 +243,7 @@ fn tflm_reported(log: &[String], prefix: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::measurement::STREAM;
     use crate::spec::models::{self, Model};
     use crate::spec::runtime::{Generation, Runtime};
     use crate::Workspace;
