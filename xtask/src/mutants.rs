@@ -194,7 +194,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
 
     let (unexplained, stale) = judge(&missed, &explained.equivalent);
-    let explained_count = missed.len() - unexplained.len();
+    let explained_count = missed.iter().filter(|m| !unexplained.contains(&m.as_str())).count();
     eprintln!(
         "== mutants: {} survivors, {explained_count} explained in {}; {:.0} min",
         missed.len(),

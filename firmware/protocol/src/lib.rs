@@ -547,6 +547,16 @@ mod tests {
     }
 
     #[test]
+    fn a_payload_of_max_payload_bytes_decodes_and_one_more_is_refused() {
+        let text = "t".repeat(MAX_PAYLOAD - 4);
+        let frame = Frame::Note { name: "n", text: &text };
+        let full = line(&frame);
+        assert_eq!(full.len(), MAX_LINE);
+        assert_eq!(parse(&full), Ok(frame));
+        assert_eq!(parse(&line_for_payload(&[TAG_DONE; MAX_PAYLOAD + 1])), Err(FrameError::Shape));
+    }
+
+    #[test]
     fn ota_headers_round_trip_and_catch_damage() {
         use super::ota::{Header, PackageError};
         let model = b"TFL3 pretend model";
