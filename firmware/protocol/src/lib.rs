@@ -548,6 +548,7 @@ mod tests {
 
     #[test]
     fn a_payload_of_max_payload_bytes_decodes_and_one_more_is_refused() {
+        // Tag, the name's length and byte, the text's length: 4 bytes.
         let text = "t".repeat(MAX_PAYLOAD - 4);
         let frame = Frame::Note { name: "n", text: &text };
         let full = line(&frame);
