@@ -197,7 +197,7 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
             if k >= 2 {
                 inputs.push(k as i32 - 2);
             }
-            Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1] }
+            Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1], options: 0 }
         })
         .collect();
     crate::model::tflite::write(&Model {
@@ -212,13 +212,77 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
             operators,
         }],
         buffers: vec![0],
+        offline_plan: None,
+    })
+}
+
+/// The branching model of `firmware/models/branching.tflite`: float32
+/// activations of 4 columns in two branches of 6 and 5 rows (an input
+/// broadcast against zero constants), joined again by ADDs and a MEAN, so
+/// that its answer is four times its input. On today's TFLM, whose MEAN
+/// kernel asks for two scratch buffers, greedy plans a head of 336 bytes,
+/// above the lower bound of 272, which hilmem's plan reaches.
+pub fn branching_model() -> Vec<u8> {
+    use crate::model::tflite::{Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
+    const ADD_OPTIONS: u8 = 11;
+    const REDUCER_OPTIONS: u8 = 27;
+    let tensor = |name: &str, shape: &[i32], kind: u8, buffer: u32| Tensor {
+        name: name.into(),
+        shape: shape.to_vec(),
+        kind,
+        buffer,
+        is_variable: false,
+        quantization: Quantization::default(),
+    };
+    let tensors = vec![
+        tensor("input", &[1, 4], 0, 0),
+        tensor("rows6", &[6, 1], 0, 1),
+        tensor("branch6", &[6, 4], 0, 0),
+        tensor("rows5", &[5, 1], 0, 2),
+        tensor("branch5", &[5, 4], 0, 0),
+        tensor("doubled5", &[5, 4], 0, 0),
+        tensor("axis", &[1], 2, 3),
+        tensor("mean6", &[4], 0, 0),
+        tensor("tripled5", &[5, 4], 0, 0),
+        tensor("output", &[5, 4], 0, 0),
+    ];
+    let op = |code: u32, inputs: &[i32], output: i32| Operator {
+        opcode_index: code,
+        inputs: inputs.to_vec(),
+        outputs: vec![output],
+        options: if code == 0 { ADD_OPTIONS } else { REDUCER_OPTIONS },
+    };
+    crate::model::tflite::write(&Model {
+        version: 3,
+        description: Some("hilmem branching example: greedy plans above the lower bound".into()),
+        metadata: vec![],
+        operator_codes: vec![
+            OperatorCode { builtin: 0, custom: None, version: 1 },
+            OperatorCode { builtin: 40, custom: None, version: 1 },
+        ],
+        subgraphs: vec![Subgraph {
+            tensors,
+            inputs: vec![0],
+            outputs: vec![9],
+            operators: vec![
+                op(0, &[0, 1], 2),
+                op(0, &[0, 3], 4),
+                op(0, &[4, 4], 5),
+                op(1, &[2, 6], 7),
+                op(0, &[0, 5], 8),
+                op(0, &[7, 8], 9),
+            ],
+        }],
+        buffers: vec![0, 24, 20, 4],
+        offline_plan: None,
     })
 }
 
 /// Parsing and planning one model: the mean time of one
 /// [`crate::model::analysis::Analysis::of`] over its file's bytes, for the
-/// bundled TFLM (the plan is the cost; either generation's tail is one pass
-/// over the graph).
+/// bundled TFLM (the plans are the cost; either generation's tail is one
+/// pass over the graph), and of hilmem's plan search alone, with the heads
+/// the plans reach.
 #[derive(Debug, Clone)]
 pub struct AnalyzerTiming {
     pub model: String,
@@ -226,27 +290,57 @@ pub struct AnalyzerTiming {
     pub bytes: usize,
     pub iterations: u32,
     pub mean: Duration,
+    /// [`crate::model::planner::hilmem`] alone.
+    pub search: Duration,
+    pub greedy_bytes: usize,
+    pub hilmem_bytes: usize,
+    pub lower_bound_bytes: usize,
 }
 
-/// Times parse + plan for `models` (name, bytes): repeated for at least
-/// half a second and three iterations each.
+/// Times parse + plan for `models` (name, bytes), and the plan search: each
+/// repeated for at least half a second and three iterations.
 pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, crate::model::tflite::ReadError> {
-    let mut timings = Vec::new();
-    for (name, bytes) in models {
-        let analyse =
-            || crate::model::analysis::Analysis::of(name, &crate::model::tflite::read(bytes)?, Generation::Tfmicro2020);
-        let tensors = analyse()?.tensor_count;
+    use crate::model::planner::{buffers, hilmem, Planner, Ties};
+    let mean_of = |f: &mut dyn FnMut() -> Result<(), crate::model::tflite::ReadError>| {
         let (mut iterations, started) = (0u32, Instant::now());
         while iterations < 3 || started.elapsed() < Duration::from_millis(500) {
-            std::hint::black_box(analyse()?);
+            f()?;
             iterations += 1;
         }
+        Ok::<_, crate::model::tflite::ReadError>((iterations, started.elapsed() / iterations))
+    };
+    let mut timings = Vec::new();
+    for (name, bytes) in models {
+        let analyse = || {
+            crate::model::analysis::Analysis::of(
+                name,
+                &crate::model::tflite::read(bytes)?,
+                Generation::Tfmicro2020,
+                Planner::Greedy,
+            )
+        };
+        let analysis = analyse()?;
+        let (iterations, mean) = mean_of(&mut || {
+            analyse().map(|a| {
+                std::hint::black_box(a);
+            })
+        })?;
+        let model = crate::model::tflite::read(bytes)?;
+        let planned = buffers(&model, &[])?;
+        let (_, search) = mean_of(&mut || {
+            std::hint::black_box(hilmem(&planned, analysis.tensor_count, Ties::Added));
+            Ok(())
+        })?;
         timings.push(AnalyzerTiming {
             model: name.clone(),
-            tensors,
+            tensors: analysis.tensor_count,
             bytes: bytes.len(),
             iterations,
-            mean: started.elapsed() / iterations,
+            mean,
+            search,
+            greedy_bytes: analysis.greedy_bytes,
+            hilmem_bytes: analysis.hilmem_bytes,
+            lower_bound_bytes: analysis.lower_bound_bytes,
         });
     }
     Ok(timings)

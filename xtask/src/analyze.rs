@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use harness::model::analysis::Analysis;
+use harness::model::planner::Planner;
 use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
@@ -25,6 +26,10 @@ pub struct Args {
     /// or `bundled` [default: as `hil` chooses it].
     #[arg(long)]
     tflm: Option<String>,
+    /// The planner the predicted arena is for [default: the model's
+    /// `planner` in the models file, else greedy].
+    #[arg(long, value_parser = ["greedy", "linear", "offline"])]
+    planner: Option<String>,
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -41,13 +46,18 @@ pub fn run(args: Args) -> Result<i32> {
     let file = args.config.unwrap_or_else(|| ws.models_file());
     let loaded = models::load(&file)?;
     let runtime = loaded.runtime(args.tflm)?;
-    let path = match loaded.models.into_iter().find(|m| m.name == args.model) {
-        Some(spec) => spec.file,
-        None => std::path::PathBuf::from(&args.model),
+    let (path, planner) = match loaded.models.into_iter().find(|m| m.name == args.model) {
+        Some(spec) => (spec.file, spec.planner),
+        None => (std::path::PathBuf::from(&args.model), Planner::Greedy),
+    };
+    let planner = match args.planner.as_deref() {
+        Some(name) => *Planner::ALL.iter().find(|p| p.name() == name).expect("clap checks the name"),
+        None => planner,
     };
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
-    let analysis = Analysis::of(&args.model, &model, runtime.generation())?;
+    let analysis = Analysis::of(&args.model, &model, runtime.generation(), planner)
+        .with_context(|| format!("cannot analyse {} for {runtime}", path.display()))?;
     let unsupported = runtime.operators.missing(&model);
     let fit = match &args.board {
         Some(name) => Some(fit::fit(&analysis, &Board::load(&ws, name)?)?),

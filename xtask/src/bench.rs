@@ -39,15 +39,21 @@ pub fn run(args: Args) -> Result<i32> {
             .bytes,
     )];
     models.extend([1_000, 2_000, 5_000, 10_000].map(|n| (format!("synthetic-{n}"), bench::synthetic_model(n))));
-    println!("analyzer, parse + plan (mean of repeated runs, this machine):");
+    models.push(("branching".into(), bench::branching_model()));
+    println!("analyzer, parse + plan, and hilmem's plan search alone (mean of repeated runs, this machine):");
     for t in bench::analyzer(&models)? {
         println!(
-            "  {:<18} {:>6} tensors {:>8} bytes  {:>10.3} ms  ({} runs)",
+            "  {:<18} {:>6} tensors {:>8} bytes  {:>10.3} ms  ({} runs)  search {:>10.3} ms  \
+             head: greedy {}, hilmem {}, lower bound {}",
             t.model,
             t.tensors,
             t.bytes,
             t.mean.as_secs_f64() * 1e3,
-            t.iterations
+            t.iterations,
+            t.search.as_secs_f64() * 1e3,
+            t.greedy_bytes,
+            t.hilmem_bytes,
+            t.lower_bound_bytes
         );
     }
     if args.analyzer {

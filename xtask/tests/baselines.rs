@@ -330,12 +330,17 @@ fn the_report_page_shows_the_run_in_a_browser() {
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
     assert!(dom.contains("data-ready-ms="), "the page's script did not run");
-    // One rectangle per planned tensor, per model.
+    // One rectangle per planned tensor, per model and plan.
     for (model, planned) in [("hello_world", 6), ("person_detection", 30)] {
         let start = dom.find(&format!("<figure class=\"layout\" data-model=\"{model}\" data-planned=\"{planned}\">"));
         let figure = &dom[start.unwrap_or_else(|| panic!("no layout of {model}"))..];
         let figure = &figure[..figure.find("</figure>").unwrap()];
-        assert_eq!(figure.matches("<rect class=\"tensor\"").count(), planned, "{model}");
+        let plans: Vec<&str> = figure.split("<div class=\"plan\" data-plan=\"").skip(1).collect();
+        let names: Vec<&str> = plans.iter().map(|p| &p[..p.find('"').unwrap()]).collect();
+        assert_eq!(names, ["greedy", "hilmem", "linear"], "{model}");
+        for plan in plans {
+            assert_eq!(plan.matches("<rect class=\"tensor\"").count(), planned, "{model}");
+        }
     }
     // A stack-up row for every model and scenario of the board.
     let stackup = &dom[dom.find("<figure class=\"stackup\" data-board=\"qemu-m7\" data-rows=\"4\">").unwrap()..];

@@ -185,6 +185,12 @@ fn analyze_shows_the_plan_the_fit_and_refuses_a_file_that_is_no_model() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((json["linear_bytes"].as_u64(), json["greedy_bytes"].as_u64()), (Some(96), Some(48)));
     assert_eq!(json["planned"].as_array().unwrap().len(), 6);
+    // hilmem's plan reaches the lower bound greedy misses.
+    assert_eq!((json["hilmem_bytes"].as_u64(), json["lower_bound_bytes"].as_u64()), (Some(32), Some(32)));
+    // The bundled TFLM has no other planner: exit 2, saying so.
+    let out = xtask(&["analyze", "hello_world", "--planner", "linear"]);
+    assert_eq!(out.status.code(), Some(2), "{}", self::text(&out));
+    assert!(self::text(&out).contains("the 2020 TFLM has no linear planner"), "{}", self::text(&out));
 
     // With a board: the suggestion against its budget; exit 1 when it does not fit.
     let out = xtask(&["analyze", "hello_world", "--board", "nucleo-h743"]);

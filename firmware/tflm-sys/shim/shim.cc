@@ -3,6 +3,9 @@
 // without it, the 2020 one). `HILMEM_TFLM_RECORDING` (today's TFLM only)
 // builds the interpreter over TFLM's recording allocator and prints what it
 // recorded, in a build of its own: its allocator objects are larger.
+// `HM_PLANNER_LINEAR` (today's TFLM only; set in `hilmem_ops.h`) plans the
+// arena head with TFLM's linear planner instead of its greedy one (the
+// recording build keeps the greedy one, which its allocator creates itself).
 //
 // One interpreter exists at a time. It, its op resolver and (in 2020) its
 // error reporter are constructed with placement new in static storage, so the
@@ -40,10 +43,17 @@
 #endif
 
 // `HM_OP_COUNT` (registrations) and `template <class R> void
-// hm_register_ops(R&)`, which adds the model's operators.
+// hm_register_ops(R&)`, which adds the model's operators; `HM_PLANNER_LINEAR`
+// when the image plans linearly.
 #include "hilmem_ops.h"
 
 using Resolver = tflite::MicroMutableOpResolver<HM_OP_COUNT>;
+#ifdef HM_PLANNER_LINEAR
+#include "tensorflow/lite/micro/memory_planner/linear_memory_planner.h"
+using Planner = tflite::LinearMemoryPlanner;
+#elif defined(HILMEM_TFLM_CURRENT)
+using Planner = tflite::GreedyMemoryPlanner;
+#endif
 
 // The firmware's logging hook (Rust): one piece of text at a time.
 extern "C" void hm_debug_log(const char* s);
@@ -174,9 +184,9 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
   tflite::SingleArenaBufferAllocator* arena_allocator =
       tflite::SingleArenaBufferAllocator::Create(aligned, aligned_len);
   uint8_t* planner_bytes = arena_allocator->AllocatePersistentBuffer(
-      sizeof(tflite::GreedyMemoryPlanner), alignof(tflite::GreedyMemoryPlanner));
+      sizeof(Planner), alignof(Planner));
   tflite::MicroAllocator* allocator = tflite::MicroAllocator::Create(
-      arena_allocator, new (planner_bytes) tflite::GreedyMemoryPlanner());
+      arena_allocator, new (planner_bytes) Planner());
   buffers = arena_allocator;
 #endif
   interpreter = new (interpreter_slot.bytes)

@@ -1,8 +1,11 @@
-//! A model's memory analysis, as `cargo xtask analyze` shows it: the plan
-//! (lifetimes, greedy offsets, linear and lower bound) and the arena the
-//! chosen TFLM generation will use on 32-bit Arm.
+//! A model's memory analysis, as `cargo xtask analyze` shows it: the plans
+//! (lifetimes; TFLM's linear and greedy plans, hilmem's, and the lower
+//! bound) and the arena the chosen TFLM generation and planner will use on
+//! 32-bit Arm.
 
-use crate::model::planner::{buffers, greedy, head_bytes, linear_bytes, lower_bound, Buffer};
+use crate::model::planner::{
+    buffers, greedy, head_bytes, hilmem, linear_bytes, lower_bound, overlap, place, Buffer, Planner, Ties,
+};
 use crate::model::tail::{current, tfmicro2020};
 use crate::model::tflite::{self, Model, ReadError};
 use crate::model::tree::Generation;
@@ -21,6 +24,9 @@ pub struct PlannedTensor {
     pub first_step: i32,
     pub last_step: i32,
     pub greedy_offset: usize,
+    /// Where hilmem's plan puts it (for a scratch buffer, where TFLM places
+    /// it around that plan).
+    pub hilmem_offset: usize,
 }
 
 /// A model's memory plan, as `cargo xtask analyze` shows it.
@@ -38,13 +44,26 @@ pub struct Analysis {
     pub tensor_count: usize,
     pub planned: Vec<PlannedTensor>,
     pub linear_bytes: usize,
-    /// The planned head: what TFLM's greedy plan needs.
+    /// The planned head: what TFLM's greedy plan needs (with no offline
+    /// plan).
     pub greedy_bytes: usize,
+    /// The head with hilmem's plan (never above greedy).
+    pub hilmem_bytes: usize,
     pub lower_bound_bytes: usize,
+    /// The head with the offline plan the model carries, if it has one and
+    /// the TFLM generation reads it.
+    pub model_plan_bytes: Option<usize>,
+    /// The planner the tail and the predicted arena are for.
+    pub planner: Planner,
+    /// hilmem's plan as TFLM's offline plan: an offset per tensor of the
+    /// model, -1 for those TFLM does not plan.
+    #[serde(skip)]
+    pub offline_plan: Vec<i32>,
     /// The persistent tail TFLM allocates (None when not predicted; the
     /// caveats say why).
     pub tail_bytes: Option<usize>,
-    /// What TFLM's `arena_used_bytes()` will say: head plus tail.
+    /// What TFLM's `arena_used_bytes()` will say with the planner: head
+    /// plus tail.
     pub predicted_arena_bytes: Option<usize>,
     /// The least arena `AllocateTensors` accepts (planning borrows room
     /// beyond head plus tail).
@@ -61,9 +80,15 @@ const LEAST_ARENA_CURRENT: &str = "the least arena is predicted for the 2020 TFL
                                    (today's kernels borrow room while they prepare that the analyzer does not model)";
 
 impl Analysis {
-    pub fn of(name: &str, model: &Model, tflm: Generation) -> Result<Analysis, ReadError> {
-        let sg =
-            model.subgraphs.first().ok_or_else(|| ReadError { at: "plan", why: "the model has no subgraph".into() })?;
+    /// The analysis of `model` for a TFLM of generation `tflm` whose image
+    /// plans with `planner`. The 2020 TFLM has only its greedy planner and
+    /// reads no offline plan: for it, `planner` must be greedy.
+    pub fn of(name: &str, model: &Model, tflm: Generation, planner: Planner) -> Result<Analysis, ReadError> {
+        let err = |why: String| ReadError { at: "plan", why };
+        let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
+        if tflm == Generation::Tfmicro2020 && planner != Planner::Greedy {
+            return Err(err(format!("the 2020 TFLM has no {planner} planner")));
+        }
         let mut caveats = Vec::new();
         // The planned buffers (with the kernels' scratch buffers), the tail,
         // and the 2020 tail the least arena is derived from.
@@ -88,17 +113,53 @@ impl Analysis {
                     (buffers(model, &[])?, None, None)
                 }
                 None => {
-                    let tail = current::predict(model, current::Allocator::Plain)?;
+                    let tail = current::predict(model, current::Allocator::Plain, planner)?;
                     caveats.push(LEAST_ARENA_CURRENT.to_owned());
                     (buffers(model, &tail.scratch)?, Some(tail.bytes), None)
                 }
             },
         };
-        let offsets = greedy(&buffers);
+        let ties = match tflm {
+            Generation::Tfmicro2020 => Ties::Added,
+            Generation::Current => Ties::Reversed,
+        };
+        let offsets = greedy(&buffers, ties);
         let greedy = head_bytes(&buffers, &offsets);
+        let plan = hilmem(&buffers, sg.tensors.len(), ties);
+        let hilmem_offsets = place(&buffers, &plan, ties);
+        if let Some((a, b)) = overlap(&buffers, &hilmem_offsets) {
+            return Err(err(format!(
+                "hilmem's plan would put tensors {} and {} in the same bytes while both are alive",
+                buffers[a].tensor, buffers[b].tensor
+            )));
+        }
+        let mut offline_plan = vec![-1; sg.tensors.len()];
+        for (b, at) in buffers.iter().zip(&plan) {
+            if let Some(at) = at {
+                offline_plan[b.tensor] = *at as i32;
+            }
+        }
+        let model_plan_bytes = match (&model.offline_plan, tflm) {
+            (Some(given), Generation::Current) => {
+                Some(model_plan_head(&buffers, given, sg.tensors.len(), ties, &mut caveats))
+            }
+            _ => None,
+        };
+        // The greedy planner follows the model's own offline plan where it
+        // has one; for `offline` that is hilmem's, written in.
+        let hilmem_bytes = head_bytes(&buffers, &hilmem_offsets);
+        let head = match planner {
+            Planner::Linear => linear_bytes(&buffers),
+            Planner::Greedy => model_plan_bytes.unwrap_or(greedy),
+            Planner::Offline => model_plan_bytes.unwrap_or(hilmem_bytes),
+        };
         let minimum = tail_2020.map(|tail| tfmicro2020::minimum_arena(&tail, greedy, buffers.len()));
         let (lower, peak_step) = lower_bound(&buffers);
-        let planned = buffers.iter().zip(&offsets).map(|(b, &offset)| planned(model, b, offset)).collect();
+        let planned = buffers
+            .iter()
+            .zip(offsets.iter().zip(&hilmem_offsets))
+            .map(|(b, (&offset, &hilmem_offset))| planned(model, b, offset, hilmem_offset))
+            .collect();
         Ok(Analysis {
             model: name.to_owned(),
             tflm: tflm.name(),
@@ -114,9 +175,13 @@ impl Analysis {
             planned,
             linear_bytes: linear_bytes(&buffers),
             greedy_bytes: greedy,
+            hilmem_bytes,
             lower_bound_bytes: lower,
+            model_plan_bytes,
+            planner,
+            offline_plan,
             tail_bytes: tail,
-            predicted_arena_bytes: tail.map(|tail| greedy + tail),
+            predicted_arena_bytes: tail.map(|tail| head + tail),
             minimum_arena_bytes: minimum,
             caveats,
             peak_step,
@@ -140,7 +205,33 @@ impl Analysis {
 
 /// A planned buffer as the analysis lists it: a tensor, or the scratch
 /// buffer of the operator at its step.
-fn planned(model: &Model, b: &Buffer, offset: usize) -> PlannedTensor {
+/// The head TFLM plans with the offline plan a model carries: its offsets
+/// fixed, the rest placed around them. A plan that does not give an offset
+/// per tensor is TFLM's to refuse (the run shows its message), and one that
+/// puts two live tensors in the same bytes TFLM would follow: both are
+/// caveats.
+fn model_plan_head(buffers: &[Buffer], given: &[i32], tensors: usize, ties: Ties, caveats: &mut Vec<String>) -> usize {
+    if given.len() != tensors {
+        caveats.push(format!(
+            "the model's offline plan has {} offsets for {tensors} tensors: TFLM refuses it",
+            given.len()
+        ));
+    }
+    let fixed: Vec<Option<usize>> = buffers
+        .iter()
+        .map(|b| given.get(b.tensor).filter(|_| b.tensor < tensors).and_then(|&at| usize::try_from(at).ok()))
+        .collect();
+    let offsets = place(buffers, &fixed, ties);
+    if let Some((a, b)) = overlap(buffers, &offsets) {
+        caveats.push(format!(
+            "the model's offline plan puts tensors {} and {} in the same bytes while both are alive",
+            buffers[a].tensor, buffers[b].tensor
+        ));
+    }
+    head_bytes(buffers, &offsets)
+}
+
+fn planned(model: &Model, b: &Buffer, offset: usize, hilmem_offset: usize) -> PlannedTensor {
     let sg = &model.subgraphs[0];
     let (name, kind, shape) = match sg.tensors.get(b.tensor) {
         Some(t) => (t.name.clone(), tflite::type_name(t.kind), t.shape.clone()),
@@ -159,6 +250,7 @@ fn planned(model: &Model, b: &Buffer, offset: usize) -> PlannedTensor {
         first_step: b.first,
         last_step: b.last,
         greedy_offset: offset,
+        hilmem_offset,
     }
 }
 
@@ -181,7 +273,7 @@ mod tests {
     }
 
     fn op(inputs: &[i32], outputs: &[i32]) -> Operator {
-        Operator { opcode_index: 0, inputs: inputs.to_vec(), outputs: outputs.to_vec() }
+        Operator { opcode_index: 0, inputs: inputs.to_vec(), outputs: outputs.to_vec(), options: 0 }
     }
 
     /// A graph written with the flatbuffers builder and read back, so the
@@ -204,8 +296,9 @@ mod tests {
             operator_codes: vec![OperatorCode { builtin: 0, custom: None, version: 1 }], // ADD
             subgraphs: vec![Subgraph { tensors, inputs: inputs.to_vec(), outputs: outputs.to_vec(), operators }],
             buffers: vec![0, 64],
+            offline_plan: None,
         };
-        Analysis::of("synthetic", &tflite::read(&tflite::write(&model)).unwrap(), tflm).unwrap()
+        Analysis::of("synthetic", &tflite::read(&tflite::write(&model)).unwrap(), tflm, Planner::Greedy).unwrap()
     }
 
     fn offsets(a: &Analysis) -> Vec<(usize, usize, usize)> {
@@ -302,8 +395,9 @@ mod tests {
                 operators: vec![op(&[0], &[1])],
             }],
             buffers: vec![0],
+            offline_plan: None,
         };
-        let a = Analysis::of("m", &model, Generation::Current).unwrap();
+        let a = Analysis::of("m", &model, Generation::Current, Planner::Greedy).unwrap();
         assert_eq!((a.greedy_bytes, a.tail_bytes, a.predicted_arena_bytes), (32, None, None));
         assert!(a.caveats[0].contains("the kernels of MyOp allocate"), "{:?}", a.caveats);
     }
@@ -323,8 +417,9 @@ mod tests {
                 operators: vec![op(&[0], &[1, 2])],
             }],
             buffers: vec![0],
+            offline_plan: None,
         };
-        let e = Analysis::of("m", &model, Generation::Tfmicro2020).unwrap_err().to_string();
+        let e = Analysis::of("m", &model, Generation::Tfmicro2020, Planner::Greedy).unwrap_err().to_string();
         assert!(e.contains("tensor 2 (`dangling`)"), "{e}");
     }
 }

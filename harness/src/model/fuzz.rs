@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::model::analysis::Analysis;
+use crate::model::planner::Planner;
 use crate::model::tflite;
 use crate::model::tree::Generation;
 
@@ -56,7 +57,7 @@ pub fn outcome(data: &[u8]) -> Option<String> {
     let error = match tflite::read(data) {
         Ok(model) => [Generation::Tfmicro2020, Generation::Current]
             .into_iter()
-            .find_map(|tflm| Analysis::of("fuzz", &model, tflm).err())?,
+            .find_map(|tflm| Analysis::of("fuzz", &model, tflm, Planner::Greedy).err())?,
         Err(e) => e,
     };
     // Names (between backticks) and numbers are blanked.

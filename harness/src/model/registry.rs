@@ -167,7 +167,15 @@ mod tests {
     use crate::model::tflite::{Model, OperatorCode};
 
     fn with_ops(operator_codes: Vec<OperatorCode>) -> Model {
-        Model { version: 3, description: None, metadata: vec![], operator_codes, subgraphs: vec![], buffers: vec![0] }
+        Model {
+            version: 3,
+            description: None,
+            metadata: vec![],
+            operator_codes,
+            subgraphs: vec![],
+            buffers: vec![0],
+            offline_plan: None,
+        }
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! subgraph's tensors (with their quantization) and operators, and the sizes
 //! of the buffers. [`write`] is its inverse, for synthetic models.
 
+mod offline;
 mod write;
+pub use offline::{with_offline_plan, OFFLINE_PLAN};
 pub use write::write;
 
 use std::fmt;
@@ -244,6 +246,10 @@ pub struct Operator {
     pub opcode_index: u32,
     pub inputs: Vec<i32>,
     pub outputs: Vec<i32>,
+    /// The type of its builtin options table (0: none); the reader keeps
+    /// only the type, and the writer writes a table of that type with every
+    /// option at its default.
+    pub options: u8,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -265,6 +271,9 @@ pub struct Model {
     pub subgraphs: Vec<Subgraph>,
     /// Bytes of data in each buffer (0 for a buffer tensors fill at run time).
     pub buffers: Vec<usize>,
+    /// The offline memory plan in the [`OFFLINE_PLAN`] metadata, if the
+    /// model has one: an arena offset per tensor, -1 where TFLM plans.
+    pub offline_plan: Option<Vec<i32>>,
 }
 
 /// Reads and checks a `.tflite` flatbuffer.
@@ -321,7 +330,12 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                 .tables(3)?
                 .into_iter()
                 .map(|op| {
-                    Ok(Operator { opcode_index: op.scalar_u32(0, 0)?, inputs: op.i32s(1)?, outputs: op.i32s(2)? })
+                    Ok(Operator {
+                        opcode_index: op.scalar_u32(0, 0)?,
+                        inputs: op.i32s(1)?,
+                        outputs: op.i32s(2)?,
+                        options: op.scalar_u8(3, 0)?,
+                    })
                 })
                 .collect::<Result<Vec<_>, ReadError>>()?;
             Ok(Subgraph { tensors, inputs: sg.i32s(1)?, outputs: sg.i32s(2)?, operators })
@@ -333,11 +347,8 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
         .iter()
         .map(|m| Ok((m.string(0)?.unwrap_or_default(), m.scalar_u32(1, 0)?)))
         .collect::<Result<Vec<_>, ReadError>>()?;
-    let buffers = model
-        .tables(4)?
-        .iter()
-        .map(|b| Ok(b.vector(0, 1)?.map_or(0, |(_, len)| len)))
-        .collect::<Result<Vec<usize>, ReadError>>()?;
+    let data = model.tables(4)?.iter().map(|b| b.vector(0, 1)).collect::<Result<Vec<_>, ReadError>>()?;
+    let buffers: Vec<usize> = data.iter().map(|d| d.map_or(0, |(_, len)| len)).collect();
 
     // References between tables must land.
     let invalid = |why: String| ReadError { at: "model", why };
@@ -361,7 +372,26 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
     if let Some((name, buffer)) = metadata.iter().find(|(_, b)| *b as usize >= buffers.len()) {
         return Err(invalid(format!("metadata `{name}` names buffer {buffer} of {}", buffers.len())));
     }
-    Ok(Model { version, description, metadata, operator_codes, subgraphs, buffers })
+    let offline_plan = match metadata.iter().find(|(name, _)| name == OFFLINE_PLAN) {
+        None => None,
+        Some(&(_, b)) => {
+            let (start, len) = data[b as usize].unwrap_or((0, 0));
+            let buf = buf.at("offline plan");
+            let words = (0..len / 4).map(|i| buf.i32(start + 4 * i)).collect::<Result<Vec<i32>, _>>()?;
+            match words.get(2) {
+                Some(&count) if len % 4 == 0 && usize::try_from(count).is_ok_and(|c| c == words.len() - 3) => {
+                    Some(words[3..].to_vec())
+                }
+                _ => {
+                    return Err(buf.err(format!(
+                        "metadata `{OFFLINE_PLAN}` (buffer {b}, {len} bytes) is not a version, a subgraph, \
+                         a count and that many offsets"
+                    )))
+                }
+            }
+        }
+    };
+    Ok(Model { version, description, metadata, operator_codes, subgraphs, buffers, offline_plan })
 }
 
 /// Name of a `TensorType` code.
@@ -443,6 +473,7 @@ mod tests {
             operator_codes: vec![OperatorCode { builtin: 150, custom: None, version: 1 }],
             subgraphs: vec![],
             buffers: vec![16],
+            offline_plan: None,
         };
         let bytes = write(&model);
         assert_eq!(read(&bytes).unwrap(), model);

@@ -506,7 +506,16 @@ pub(crate) fn date(seconds: i64) -> String {
 /// offset, then linear, greedy and the lower bound compared.
 pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
     let mut builder = Builder::default();
-    builder.push_record(["tensor", "name", "type", "shape", "bytes (aligned)", "steps", "greedy offset"]);
+    builder.push_record([
+        "tensor",
+        "name",
+        "type",
+        "shape",
+        "bytes (aligned)",
+        "steps",
+        "greedy offset",
+        "hilmem offset",
+    ]);
     for t in &a.planned {
         builder.push_record([
             t.index.to_string(),
@@ -516,13 +525,14 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
             t.bytes.to_string(),
             format!("{}..={}", t.first_step, t.last_step),
             t.greedy_offset.to_string(),
+            t.hilmem_offset.to_string(),
         ]);
     }
     let mut table = builder.build();
     table
         .with(Style::sharp())
         .modify(Columns::new(4..5), Alignment::right())
-        .modify(Columns::new(6..7), Alignment::right());
+        .modify(Columns::new(6..8), Alignment::right());
     let live: Vec<String> = a.live_at_peak.iter().map(usize::to_string).collect();
     let mut out = String::new();
     if let Some(description) = &a.description {
@@ -535,6 +545,7 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
         "{}: {} operators ({}), {} tensors, {} planned\n{table}\n\
          arena head, linear (no reuse):   {} bytes\n\
          arena head, TFLM's greedy plan:  {} bytes ({} bytes, {:.1}% less than linear)\n\
+         arena head, hilmem's plan:       {} bytes ({} bytes less than greedy; `planner = \"offline\"` writes it into the model)\n\
          arena head, lower bound:         {} bytes (alive at once at step {}: tensors {})",
         a.model,
         a.operator_count,
@@ -545,18 +556,24 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
         a.greedy_bytes,
         a.linear_bytes - a.greedy_bytes,
         a.saved_percent(),
+        a.hilmem_bytes,
+        a.greedy_bytes - a.hilmem_bytes,
         a.lower_bound_bytes,
         a.peak_step,
         live.join(", "),
     );
+    if let Some(bytes) = a.model_plan_bytes {
+        out.push_str(&format!("\narena head, the model's own plan: {bytes} bytes (the offline plan in its metadata)"));
+    }
     let figure = |bytes: Option<usize>| bytes.map_or("-".to_owned(), |b| format!("{b} bytes"));
     out.push_str(&format!(
         "\narena tail (persistent):         {}\n\
-         arena used, predicted:           {} (head + tail: TFLM's arena_used_bytes() on 32-bit Arm, {} TFLM)\n\
+         arena used, predicted:           {} (head + tail: TFLM's arena_used_bytes() on 32-bit Arm, {} TFLM, {} planner)\n\
          least arena TFLM accepts:        {} (planning borrows room beyond head + tail)",
         figure(a.tail_bytes),
         figure(a.predicted_arena_bytes),
         a.tflm,
+        a.planner,
         figure(a.minimum_arena_bytes)
     ));
     for caveat in &a.caveats {

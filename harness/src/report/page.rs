@@ -72,7 +72,7 @@ pub fn gather(
         let tflm = Generation::named(generation).ok_or_else(|| format!("unknown TFLM generation `{generation}`"));
         match tflm
             .and_then(|tflm| Ok((tflm, spec.parse().map_err(|e| e.to_string())?)))
-            .and_then(|(tflm, model)| Analysis::of(name, &model.parsed, tflm).map_err(|e| e.to_string()))
+            .and_then(|(tflm, model)| Analysis::of(name, &model.parsed, tflm, spec.planner).map_err(|e| e.to_string()))
         {
             Ok(a) => analyses.push(a),
             Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
@@ -139,7 +139,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:2px 6px}td.n{text-align:right}
 tr.regressed td{background:#fde2e2}tr.regressed td.v{color:#b00;font-weight:bold}
 tr.improved td.v{color:#070}.summary{font-weight:bold}
-figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}figcaption{font-size:12px;color:#555;max-width:720px}
+figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}figcaption{font-size:12px;color:#555;max-width:720px}.plan{display:inline-block;vertical-align:top;margin-right:8px}.plan p{margin:2px 0;font-size:12px}
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#666;font-size:10px}
 rect.frame{fill:none;stroke:#bbb}rect.tensor{stroke:#fff;stroke-width:.5}rect.tensor:hover{stroke:#000;stroke-width:1.5}
 rect.peak{fill:#f5c542;opacity:.25}line.head{stroke:#333;stroke-dasharray:4 3}polyline.alive{fill:none;stroke:#c0392b;stroke-width:1.5}
@@ -202,7 +202,7 @@ pub fn render(inputs: &Inputs) -> String {
         let _ = writeln!(html, "<p class=\"note\">note: {}</p>", escape(note));
     }
     comparison(&mut html, inputs);
-    html += "<h2 id=\"layouts\">Arena layouts</h2>\n<p>Each rectangle is a tensor TFLM plans in the arena head: from the operator step that writes it to the last that reads it, at its offset in TFLM's greedy plan. The red line is the bytes alive at each step (its highest point is the lower bound no plan can beat); the dashed line is the head TFLM's plan needs; the shaded step is the peak.</p>\n";
+    html += "<h2 id=\"layouts\">Arena layouts</h2>\n<p>Each rectangle is a tensor TFLM plans in the arena head: from the operator step that writes it to the last that reads it, at its offset in the plan: TFLM's greedy plan, hilmem's (which <code>planner = \"offline\"</code> writes into the model), and TFLM's linear one. The red line is the bytes alive at each step (its highest point is the lower bound no plan can beat); the dashed line is the head the plan needs; the shaded step is the peak.</p>\n";
     for a in &inputs.analyses {
         layout(&mut html, a);
     }
@@ -260,21 +260,70 @@ fn comparison(html: &mut String, inputs: &Inputs) {
     }
 }
 
+/// A model's plans side by side: TFLM's greedy plan, hilmem's, and TFLM's
+/// linear one.
 fn layout(html: &mut String, a: &Analysis) {
-    let steps = a.operator_count.max(1) as f64;
+    let linear: Vec<usize> = a
+        .planned
+        .iter()
+        .scan(0, |end, t| {
+            *end += t.bytes;
+            Some(*end - t.bytes)
+        })
+        .collect();
+    let greedy: Vec<usize> = a.planned.iter().map(|t| t.greedy_offset).collect();
+    let hilmem: Vec<usize> = a.planned.iter().map(|t| t.hilmem_offset).collect();
+    // Greedy and hilmem on one scale, so the saving shows.
     let top = (a.greedy_bytes.max(a.lower_bound_bytes).max(16) as f64) * 1.08;
-    let mut chart = Chart::new(720.0, 300.0, (0.0, steps), (0.0, top));
+    let plans = [
+        ("greedy", "TFLM's greedy plan", a.greedy_bytes, &greedy, top),
+        ("hilmem", "hilmem's plan", a.hilmem_bytes, &hilmem, top),
+        ("linear", "TFLM's linear plan", a.linear_bytes, &linear, (a.linear_bytes.max(16) as f64) * 1.08),
+    ];
+    let _ = writeln!(
+        html,
+        "<figure class=\"layout\" data-model=\"{}\" data-planned=\"{}\">",
+        escape(&a.model),
+        a.planned.len()
+    );
+    for (name, title, head, offsets, top) in plans {
+        let _ = writeln!(
+            html,
+            "<div class=\"plan\" data-plan=\"{name}\"><p><b>{title}</b>: head {head} bytes</p>{}</div>",
+            plan_chart(a, name, head, offsets, top)
+        );
+    }
+    let _ = writeln!(
+        html,
+        "<figcaption><b>{m}</b>: {n} planned tensors over {} steps; head: linear {} bytes, greedy {} bytes, hilmem {} bytes, lower bound {} bytes (step {}); {}</figcaption></figure>",
+        a.operator_count,
+        a.linear_bytes,
+        a.greedy_bytes,
+        a.hilmem_bytes,
+        a.lower_bound_bytes,
+        a.peak_step,
+        predicted(a),
+        m = escape(&a.model),
+        n = a.planned.len(),
+    );
+}
+
+/// One plan of `a`: each tensor at `offsets` over its steps, the bytes alive
+/// at each step, and the plan's head.
+fn plan_chart(a: &Analysis, plan: &str, head: usize, offsets: &[usize], top: f64) -> String {
+    let steps = a.operator_count.max(1) as f64;
+    let mut chart = Chart::new(460.0, 260.0, (0.0, steps), (0.0, top));
     chart.rect((f64::from(a.peak_step), f64::from(a.peak_step) + 1.0), (0.0, top), "peak", "", "");
-    for t in &a.planned {
+    for (t, &offset) in a.planned.iter().zip(offsets) {
         let hue = (t.index * 47) % 360;
         chart.rect(
             (f64::from(t.first_step), f64::from(t.last_step) + 1.0),
-            (t.greedy_offset as f64, (t.greedy_offset + t.bytes) as f64),
+            (offset as f64, (offset + t.bytes) as f64),
             "tensor",
             &format!("fill:hsl({hue},55%,62%)"),
             &format!(
-                "tensor {} `{}`: {} {:?}, {} bytes at offset {}, steps {}..={}",
-                t.index, t.name, t.kind, t.shape, t.bytes, t.greedy_offset, t.first_step, t.last_step
+                "tensor {} `{}`: {} {:?}, {} bytes at offset {offset}, steps {}..={}",
+                t.index, t.name, t.kind, t.shape, t.bytes, t.first_step, t.last_step
             ),
         );
     }
@@ -286,22 +335,10 @@ fn layout(html: &mut String, a: &Analysis) {
         alive.push((f64::from(step) + 1.0, bytes as f64));
     }
     chart.polyline(&alive, "alive", "");
-    chart.hline(a.greedy_bytes as f64, "head", &format!("greedy head {}", bytes(a.greedy_bytes as f64)));
+    chart.hline(head as f64, "head", &format!("{plan} head {}", bytes(head as f64)));
     chart.text((f64::from(a.peak_step) + 0.5, top), "middle", "tick", &format!("peak step {}", a.peak_step));
     chart.axes("operator step", "arena offset", 4, &|v| format!("{v:.0}"), &|v| bytes(v));
-    let _ = writeln!(
-        html,
-        "<figure class=\"layout\" data-model=\"{m}\" data-planned=\"{n}\">{}\n<figcaption><b>{m}</b>: {n} planned tensors over {} steps; greedy head {} bytes, lower bound {} bytes (step {}), linear {} bytes; {}</figcaption></figure>",
-        chart.finish(&format!("arena layout of {}", a.model)),
-        a.operator_count,
-        a.greedy_bytes,
-        a.lower_bound_bytes,
-        a.peak_step,
-        a.linear_bytes,
-        predicted(a),
-        m = escape(&a.model),
-        n = a.planned.len(),
-    );
+    chart.finish(&format!("{plan} arena layout of {}", a.model))
 }
 
 /// The segments of one record, in the order they stack.

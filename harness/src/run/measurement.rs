@@ -279,6 +279,7 @@ mod tests {
             name: "m".into(),
             file: "m.tflite".into(),
             arena: crate::spec::models::Arena::Bytes(64),
+            planner: crate::model::planner::Planner::Greedy,
             inputs: vec![
                 input("a", Some(Expect::Class(1))),
                 input("b", Some(Expect::Value { value: 1.0, tolerance: 0.1 })),

@@ -171,7 +171,7 @@ pub fn record(
     let mut notes = session.notes.clone();
     let mut arena_prediction = None;
     if scenario == SINGLE_FRAME && predicts_for(board) {
-        let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm)
+        let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner)
             .map_err(|e| target(format!("the analyzer cannot predict the arena of the model it ran: {e}")))?;
         match analysis.predicted_arena_bytes {
             Some(predicted) => {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::model::analysis::Analysis;
+use crate::model::planner::Planner;
 use crate::model::tflite;
 use crate::spec::board::Board;
 use crate::spec::fit;
@@ -31,6 +32,10 @@ pub enum ModelsError {
     Input { model: String, input: String, why: String },
     #[error("model `{model}`: `arena_bytes = \"auto\"`: {source}")]
     Auto { model: String, source: fit::NotPredicted },
+    #[error("model `{model}`: `planner = \"{planner}\"` needs a current TFLM; {runtime} has only its greedy planner and reads no offline plan")]
+    Planner { model: String, planner: Planner, runtime: String },
+    #[error("model `{model}`: cannot write hilmem's offline plan into {path}: {why}")]
+    OfflinePlan { model: String, path: PathBuf, why: String },
 }
 
 /// The size of the firmware's tensor arena.
@@ -50,6 +55,8 @@ pub struct ModelSpec {
     pub file: PathBuf,
     /// Size of the firmware's static tensor arena; see [`ModelSpec::arena_bytes`].
     pub arena: Arena,
+    /// How the image's TFLM plans the arena head.
+    pub planner: Planner,
     pub inputs: Vec<InputSpec>,
     /// The update the concurrent-OTA scenario delivers while this model runs.
     pub ota: OtaSpec,
@@ -153,6 +160,8 @@ struct RawModel {
     name: String,
     file: PathBuf,
     arena_bytes: RawArena,
+    #[serde(default)]
+    planner: Planner,
     #[serde(rename = "input", default)]
     inputs: Vec<RawInput>,
     ota: Option<RawOta>,
@@ -257,6 +266,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             name: raw_model.name,
             file: base.join(raw_model.file),
             arena,
+            planner: raw_model.planner,
             inputs,
             ota: raw_model.ota,
         });
@@ -272,6 +282,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             name: model.name.clone(),
             file: model.file.clone(),
             arena: model.arena,
+            planner: model.planner,
             inputs: model.inputs.clone(),
             ota,
         });
@@ -284,6 +295,7 @@ struct Partial {
     name: String,
     file: PathBuf,
     arena: Arena,
+    planner: Planner,
     inputs: Vec<InputSpec>,
     ota: Option<RawOta>,
 }
@@ -375,7 +387,14 @@ impl ModelSpec {
         if !missing.is_empty() {
             return Err(unsupported(&self.ota.model, &self.ota.file, missing));
         }
-        Ok(model)
+        match (self.planner, runtime.generation()) {
+            (Planner::Greedy, _) => Ok(model),
+            (planner, Generation::Tfmicro2020) => {
+                Err(ModelsError::Planner { model: self.name.clone(), planner, runtime: runtime.to_string() })
+            }
+            (Planner::Linear, Generation::Current) => Ok(model),
+            (Planner::Offline, Generation::Current) => model.with_hilmem_plan(),
+        }
     }
 
     /// Reads the model's file and its update's as TFLite flatbuffers,
@@ -411,13 +430,30 @@ fn not_tflite(model: &str, path: &Path, e: tflite::ReadError) -> ModelsError {
 }
 
 impl Model {
+    /// This model with its bytes replaced by a copy that carries hilmem's
+    /// plan as TFLM's offline plan (checked, before it is written, to put no
+    /// two live tensors in the same bytes).
+    fn with_hilmem_plan(self) -> Result<Model, ModelsError> {
+        let refuse =
+            |why: String| ModelsError::OfflinePlan { model: self.spec.name.clone(), path: self.spec.file.clone(), why };
+        if self.parsed.subgraphs.len() != 1 {
+            return Err(refuse(format!("it has {} subgraphs; hilmem plans one", self.parsed.subgraphs.len())));
+        }
+        let analysis = Analysis::of(&self.spec.name, &self.parsed, Generation::Current, Planner::Offline)
+            .map_err(|e| refuse(e.to_string()))?;
+        let bytes =
+            tflite::with_offline_plan(&self.bytes, &analysis.offline_plan).map_err(|e| refuse(e.to_string()))?;
+        let parsed = tflite::read(&bytes).map_err(|e| refuse(e.to_string()))?;
+        Ok(Model { bytes, parsed, ..self })
+    }
+
     /// The arena to build for `board` and a TFLM of generation `tflm`: as
     /// configured, or for "auto" the analyzer's suggestion for the board.
     pub fn arena_bytes(&self, board: &Board, tflm: Generation) -> Result<u32, ModelsError> {
         match self.spec.arena {
             Arena::Bytes(bytes) => Ok(bytes),
             Arena::Auto => {
-                let analysis = Analysis::of(&self.spec.name, &self.parsed, tflm)
+                let analysis = Analysis::of(&self.spec.name, &self.parsed, tflm, self.spec.planner)
                     .map_err(|e| not_tflite(&self.spec.name, &self.spec.file, e))?;
                 let fit = fit::fit(&analysis, board)
                     .map_err(|source| ModelsError::Auto { model: self.spec.name.clone(), source })?;
@@ -572,6 +608,7 @@ expect_class = 2
             operator_codes: vec![],
             subgraphs: vec![graph],
             buffers: vec![0],
+            offline_plan: None,
         }
     }
 
@@ -620,7 +657,7 @@ expect_class = 2
         assert_eq!(spec.arena, Arena::Auto);
         let board = |name| Board::load(&ws, name).unwrap();
         let parsed = tflite::read(&std::fs::read(&hello).unwrap()).unwrap();
-        let analysis = Analysis::of("m", &parsed, Generation::Tfmicro2020).unwrap();
+        let analysis = Analysis::of("m", &parsed, Generation::Tfmicro2020, Planner::Greedy).unwrap();
         let model = spec.read(&Runtime::bundled()).unwrap();
         let m7 = model.arena_bytes(&board("qemu-m7"), Generation::Tfmicro2020).unwrap();
         assert_eq!(m7 as usize, fit::fit(&analysis, &board("qemu-m7")).unwrap().suggested_arena_bytes);
@@ -658,10 +695,32 @@ expect_class = 2
             ),
             (ONE.replace("arena_bytes = 1024", "arena_bytes = \"big\""), "`big`: give bytes or \"auto\""),
             (format!("{ONE}{ONE}"), "`m` is named twice"),
+            (ONE.replace("arena_bytes = 1024", "arena_bytes = 1024\nplanner = \"best\""), "model[0].planner"),
         ];
         for (text, expected) in cases {
             let err = load_text(&text).unwrap_err().to_string();
             assert!(err.contains("hil.toml") && err.contains(expected), "{expected}: {err}");
+        }
+    }
+
+    /// `planner` parses (greedy when absent); a planner other than greedy
+    /// is refused on the bundled TFLM, naming the model, the planner and the
+    /// runtime, before anything is built.
+    #[test]
+    fn a_planner_other_than_greedy_needs_a_current_tflm() {
+        assert_eq!(load_text(ONE).unwrap()[0].planner, Planner::Greedy);
+        let hello = crate::Workspace::from_source().root().join("firmware/models/hello_world.tflite");
+        let text = ONE.split("[[model.input]]\nname = \"img\"").next().unwrap();
+        for planner in [Planner::Linear, Planner::Offline] {
+            let text = text
+                .replace("values = [1.0, 2.0]", "values = [1.0]")
+                .replace("arena_bytes = 1024", &format!("arena_bytes = 1024\nplanner = \"{planner}\""))
+                .replace("file = \"m.tflite\"", &format!("file = {:?}", hello.display().to_string()));
+            let spec = &load_text(&text).unwrap()[0];
+            assert_eq!(spec.planner, planner);
+            let err = spec.read(&Runtime::bundled()).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("model `m`: `planner = \"{planner}\"` needs a current TFLM")), "{err}");
+            assert!(err.contains("bundled"), "{err}");
         }
     }
 
@@ -687,7 +746,14 @@ expect_class = 2
             min_free_heap_bytes: 0,
             expect: OtaOutcome::Accepted,
         };
-        let spec = ModelSpec { name: "bad".into(), file: path, arena: Arena::Bytes(64), inputs: vec![], ota };
+        let spec = ModelSpec {
+            name: "bad".into(),
+            file: path,
+            arena: Arena::Bytes(64),
+            planner: Planner::Greedy,
+            inputs: vec![],
+            ota,
+        };
         let err = spec.read(&Runtime::bundled()).unwrap_err().to_string();
         assert!(err.starts_with("model `bad`: ") && err.contains("not a TFLite flatbuffer"), "{err}");
     }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::fsutil::{copy_atomic, write_if_changed};
+use crate::model::planner::Planner;
 use crate::spec::board::{Board, Layout, Runner};
 use crate::spec::models::{Model, ModelsError};
 use crate::spec::runtime::{Generation, Runtime, TFLM_DIR_VAR};
@@ -64,7 +65,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     write_if_changed(&model_path, &model.bytes).map_err(io("cannot write", &model_path))?;
     let models = [&model.parsed, &model.update.parsed];
     let ops_path = dir.join("hilmem_ops.h");
-    let ops = runtime.operators.resolver_header(&models);
+    let mut ops = runtime.operators.resolver_header(&models);
+    if model.spec.planner == Planner::Linear {
+        ops.push_str("// The arena head is planned by TFLM's linear planner.\n#define HM_PLANNER_LINEAR 1\n");
+    }
     write_if_changed(&ops_path, ops.as_bytes()).map_err(io("cannot write", &ops_path))?;
     let kernels_path = dir.join("hilmem_kernels.txt");
     let kernels = runtime.operators.kernel_list(&models);

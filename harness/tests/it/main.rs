@@ -6,6 +6,7 @@ mod current_tflm;
 mod failures;
 mod firmware_runs;
 mod layers;
+mod planners;
 mod real_boards;
 mod scenarios;
 mod snapshots;

@@ -1,6 +1,6 @@
 //! The tail of today's TFLM (tflite-micro from 2022 on), for 32-bit Arm, as
-//! hilmem's firmware builds the interpreter: the arena allocator, greedy
-//! planner and `MicroAllocator` in the arena, where
+//! hilmem's firmware builds the interpreter: the arena allocator, the
+//! planner (greedy or linear) and `MicroAllocator` in the arena, where
 //! `MicroInterpreter(model, resolver, arena, size)` puts them.
 //!
 //! In allocation order (`micro_allocator.cc`, `micro_interpreter.cc`): those
@@ -20,11 +20,12 @@
 use std::collections::BTreeMap;
 
 use super::{layout, Layout, Tail};
-use crate::model::planner::{Scratch, BUFFER_ALIGNMENT};
+use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
 use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
 const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
+const LINEAR_PLANNER: Layout = layout("tflite::LinearMemoryPlanner", 4108, 4);
 const MICRO_ALLOCATOR: Layout = layout("tflite::MicroAllocator", 36, 4);
 const RECORDING_ARENA_ALLOCATOR: Layout = layout("tflite::RecordingSingleArenaBufferAllocator", 52, 4);
 const RECORDING_MICRO_ALLOCATOR: Layout = layout("tflite::RecordingMicroAllocator", 124, 4);
@@ -116,6 +117,7 @@ pub const KERNELS: &[Kernel] = &[
 pub const DECLARED_IN: &[&str] = &[
     "tensorflow/lite/micro/micro_allocator.cc",
     "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h",
+    "tensorflow/lite/micro/memory_planner/linear_memory_planner.h",
     "tensorflow/lite/micro/recording_micro_allocator.h",
     "tensorflow/lite/micro/kernels/add.h",
     "tensorflow/lite/micro/kernels/conv.h",
@@ -134,6 +136,7 @@ pub fn layouts() -> Vec<Layout> {
     [
         ARENA_ALLOCATOR,
         PLANNER,
+        LINEAR_PLANNER,
         MICRO_ALLOCATOR,
         RECORDING_ARENA_ALLOCATOR,
         RECORDING_MICRO_ALLOCATOR,
@@ -164,11 +167,16 @@ pub enum Allocator {
 }
 
 impl Allocator {
-    /// The objects at the arena's end before the model's allocations.
-    fn objects(self) -> [Layout; 3] {
+    /// The objects at the arena's end before the model's allocations, with
+    /// `planner`'s object (the offline plan is the greedy planner's input).
+    fn objects(self, planner: Planner) -> [Layout; 3] {
+        let planner = match planner {
+            Planner::Greedy | Planner::Offline => PLANNER,
+            Planner::Linear => LINEAR_PLANNER,
+        };
         match self {
-            Allocator::Plain => [ARENA_ALLOCATOR, PLANNER, MICRO_ALLOCATOR],
-            Allocator::Recording => [RECORDING_ARENA_ALLOCATOR, PLANNER, RECORDING_MICRO_ALLOCATOR],
+            Allocator::Plain => [ARENA_ALLOCATOR, planner, MICRO_ALLOCATOR],
+            Allocator::Recording => [RECORDING_ARENA_ALLOCATOR, planner, RECORDING_MICRO_ALLOCATOR],
         }
     }
 }
@@ -251,7 +259,7 @@ pub fn not_predicted(model: &Model) -> Option<String> {
 
 /// The persistent tail TFLM allocates for `model` over `allocator`, whose
 /// operators all have a kernel in [`KERNELS`] (see [`not_predicted`]).
-pub fn predict(model: &Model, allocator: Allocator) -> Result<Prediction, ReadError> {
+pub fn predict(model: &Model, allocator: Allocator, planner: Planner) -> Result<Prediction, ReadError> {
     let err = |why: String| ReadError { at: "tail", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
     let tensor = |i: i32| usize::try_from(i).ok().and_then(|i| sg.tensors.get(i));
@@ -262,7 +270,7 @@ pub fn predict(model: &Model, allocator: Allocator) -> Result<Prediction, ReadEr
         kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
     }
     let mut tail = Recorder::default();
-    for object in allocator.objects().into_iter().chain([BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS]) {
+    for object in allocator.objects(planner).into_iter().chain([BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS]) {
         tail.place(None, object, 1);
     }
     tail.place(Some("eval_tensors"), EVAL_TENSOR, sg.tensors.len());

@@ -1,11 +1,12 @@
 //! Writes a [`Model`] as a `.tflite` flatbuffer with the `flatbuffers`
 //! crate's builder: the synthetic models of the analyzer's tests and
 //! benchmark, and an independent check of the reader (what one writes, the
-//! other must read back unchanged). Buffers are written zero-filled.
+//! other must read back unchanged). Buffers are written zero-filled, but
+//! for the offline plan's.
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
-use super::{Model, Quantization, Subgraph, Tensor};
+use super::{offline, Model, Quantization, Subgraph, Tensor, OFFLINE_PLAN};
 
 /// The vtable slot of field `index`.
 const fn slot(index: u16) -> u16 {
@@ -33,11 +34,17 @@ pub fn write(model: &Model) -> Vec<u8> {
     let subgraphs: Vec<_> = model.subgraphs.iter().map(|sg| subgraph(&mut fb, sg)).collect();
     let subgraphs = fb.create_vector(&subgraphs);
     let description = model.description.as_deref().map(|d| fb.create_string(d));
+    let plan = model.metadata.iter().find(|(name, _)| name == OFFLINE_PLAN).map(|&(_, b)| b as usize);
     let buffers: Vec<_> = model
         .buffers
         .iter()
-        .map(|&len| {
-            let data = (len > 0).then(|| fb.create_vector(&vec![0u8; len]));
+        .enumerate()
+        .map(|(b, &len)| {
+            let bytes = match (&model.offline_plan, plan) {
+                (Some(offsets), Some(p)) if p == b => offline::encode(offsets),
+                _ => vec![0u8; len],
+            };
+            let data = (!bytes.is_empty()).then(|| fb.create_vector(&bytes));
             let t = fb.start_table();
             if let Some(data) = data {
                 fb.push_slot_always(slot(0), data);
@@ -83,10 +90,18 @@ fn subgraph<'a>(fb: &mut FlatBufferBuilder<'a>, sg: &Subgraph) -> WIPOffset<flat
         .map(|op| {
             let inputs = fb.create_vector(&op.inputs);
             let outputs = fb.create_vector(&op.outputs);
+            let options = (op.options != 0).then(|| {
+                let t = fb.start_table();
+                fb.end_table(t)
+            });
             let t = fb.start_table();
             fb.push_slot(slot(0), op.opcode_index, 0);
             fb.push_slot_always(slot(1), inputs);
             fb.push_slot_always(slot(2), outputs);
+            if let Some(options) = options {
+                fb.push_slot_always(slot(3), op.options);
+                fb.push_slot_always(slot(4), options);
+            }
             fb.end_table(t)
         })
         .collect();
