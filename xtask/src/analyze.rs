@@ -2,12 +2,13 @@
 //! and whether the chosen TFLM registers its operators.
 
 use anyhow::{Context, Result};
-use harness::model::analysis::Analysis;
+use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
-use harness::spec::models;
+use harness::spec::models::{self, ModelSpec, SetSpec};
+use harness::spec::runtime::Runtime;
 use harness::{report, Workspace};
 
 use crate::exit;
@@ -46,7 +47,11 @@ pub fn run(args: Args) -> Result<i32> {
     let file = args.config.unwrap_or_else(|| ws.models_file());
     let loaded = models::load(&file)?;
     let runtime = loaded.runtime(args.tflm)?;
-    let (path, planner) = match loaded.models.into_iter().find(|m| m.name == args.model) {
+    let found = loaded.models.into_iter().find(|m| m.name == args.model);
+    if let Some(set) = found.as_ref().and_then(|spec| Some((spec, spec.set.as_ref()?))) {
+        return analyze_set(set, &runtime, args.format);
+    }
+    let (path, planner) = match found {
         Some(spec) => (spec.file, spec.planner),
         None => (std::path::PathBuf::from(&args.model), Planner::Greedy),
     };
@@ -92,4 +97,26 @@ pub fn run(args: Args) -> Result<i32> {
     } else {
         exit::OK
     })
+}
+
+/// A resident set: each model's arena alone and what it adds to a shared
+/// arena, and the set's total both ways.
+fn analyze_set((spec, set): (&ModelSpec, &SetSpec), runtime: &Runtime, format: Format) -> Result<i32> {
+    let mut members = Vec::new();
+    for m in &set.models {
+        let model = m.parse()?;
+        let analysis = Analysis::of(&m.name, &model.parsed, runtime.generation(), m.planner)
+            .with_context(|| format!("cannot analyse model `{}` for {runtime}", m.name))?;
+        members.push((analysis, model.parsed));
+    }
+    let pairs: Vec<_> = members.iter().map(|(a, m)| (a, m)).collect();
+    let Some(analysis) = SetAnalysis::of(&pairs)? else {
+        let caveats: Vec<String> = members.into_iter().flat_map(|(a, _)| a.caveats).collect();
+        anyhow::bail!("set `{}`: no arena prediction for {runtime}: {}", spec.name, caveats.join("; "));
+    };
+    match format {
+        Format::Table => println!("{}\nruntime: {runtime}", report::set_analysis(&spec.name, set.sharing, &analysis)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&analysis).expect("analysis serializes")),
+    }
+    Ok(exit::OK)
 }

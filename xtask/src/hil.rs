@@ -20,13 +20,13 @@ pub struct Args {
     /// Board profile from boards/ (repeat for several, or `all-emulated` for every board that needs no hardware).
     #[arg(long = "board", default_value = board::DEFAULT_BOARD)]
     boards: Vec<String>,
-    /// Model from the models file (repeat for several; default: all).
+    /// Model or set from the models file (repeat for several; default: all).
     #[arg(long = "model")]
     models: Vec<String>,
-    /// Scenario to run (repeat for several; default: all four), or a firmware self-test (`selftest-*`).
+    /// Scenario to run (repeat for several; default: all, multi-model for the sets), or a firmware self-test (`selftest-*`).
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
-    /// Frames of the streaming scenarios.
+    /// Frames of the streaming and multi-model scenarios.
     #[arg(long, default_value_t = harness::run::measurement::DEFAULT_FRAMES)]
     frames: u32,
     /// Models file [default: hil.toml at the repository root].

@@ -102,8 +102,24 @@ fn check(code: i32) -> Result<(), Error> {
     }
 }
 
-/// Verifies the model, builds the interpreter over `arena` and allocates
-/// tensors. Any interpreter built before is destroyed.
+/// Makes `slot` (one per model the image holds) the one the other calls act
+/// on; slot 0 is chosen at boot.
+pub fn select(slot: u32) -> Result<(), Error> {
+    // SAFETY: plain setter, checked by the shim.
+    check(unsafe { tflm_sys::hm_tflm_select(slot) })
+}
+
+/// Loads `model` into the chosen slot over slot 0's allocator and arena:
+/// TFLM's multi-tenant allocation (today's TFLM only).
+///
+/// # Safety
+/// As [`load`], for slot 0's arena.
+pub unsafe fn load_shared(model: &[u8]) -> Result<(), Error> {
+    check(tflm_sys::hm_tflm_load_shared(model.as_ptr(), model.len() as u32))
+}
+
+/// Verifies the model, builds the chosen slot's interpreter over `arena`
+/// and allocates tensors. The slot's interpreter built before is destroyed.
 ///
 /// # Safety
 /// `model` and `arena` must stay valid, and the arena untouched by anyone

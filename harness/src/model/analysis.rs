@@ -75,6 +75,68 @@ pub struct Analysis {
     pub live_at_peak: Vec<usize>,
 }
 
+/// How models resident together hold their arenas: each its own, or one
+/// shared through TFLM's multi-tenant allocation (the persistent parts
+/// stack, the planned head is reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sharing {
+    Separate,
+    Shared,
+}
+
+/// The arena of models resident together, predicted for 32-bit Arm both
+/// ways: the set's total, and what each model adds to it in load order (in
+/// a shared arena, its persistent part and any growth of the head), as the
+/// firmware's multi-model scenario reports them. Only today's TFLM can share
+/// an arena.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SetAnalysis {
+    pub models: Vec<String>,
+    pub separate_bytes: usize,
+    pub separate_parts: Vec<usize>,
+    pub shared_bytes: Option<usize>,
+    pub shared_parts: Option<Vec<usize>>,
+}
+
+impl SetAnalysis {
+    /// From each member's analysis (for the image's TFLM and planner) and
+    /// model, in load order; None when a member's arena is not predicted.
+    pub fn of(members: &[(&Analysis, &Model)]) -> Result<Option<SetAnalysis>, ReadError> {
+        let mut models = Vec::new();
+        let mut separate_parts = Vec::new();
+        let mut shared_parts = Vec::new();
+        let (mut head, mut tail) = (0, 0);
+        for (i, (a, model)) in members.iter().enumerate() {
+            let (Some(used), Some(own_tail)) = (a.predicted_arena_bytes, a.tail_bytes) else { return Ok(None) };
+            models.push(a.model.clone());
+            separate_parts.push(used);
+            if a.tflm == Generation::Current.name() {
+                let before = head + tail;
+                head = head.max(used - own_tail);
+                tail = if i == 0 { own_tail } else { current::predict_joining(model, tail)?.bytes };
+                shared_parts.push(head + tail - before);
+            }
+        }
+        let shared = shared_parts.len() == members.len();
+        Ok(Some(SetAnalysis {
+            models,
+            separate_bytes: separate_parts.iter().sum(),
+            separate_parts,
+            shared_bytes: shared.then_some(head + tail),
+            shared_parts: shared.then_some(shared_parts),
+        }))
+    }
+
+    /// The set's predicted arena with `sharing`, where predicted.
+    pub fn bytes(&self, sharing: Sharing) -> Option<usize> {
+        match sharing {
+            Sharing::Separate => Some(self.separate_bytes),
+            Sharing::Shared => self.shared_bytes,
+        }
+    }
+}
+
 /// What the current generation's prediction leaves out.
 const LEAST_ARENA_CURRENT: &str = "the least arena is predicted for the 2020 TFLM only \
                                    (today's kernels borrow room while they prepare that the analyzer does not model)";

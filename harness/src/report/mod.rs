@@ -582,6 +582,40 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
     out
 }
 
+/// A resident set's arena both ways, model by model in load order.
+pub fn set_analysis(
+    name: &str,
+    sharing: crate::model::analysis::Sharing,
+    s: &crate::model::analysis::SetAnalysis,
+) -> String {
+    let figure = |bytes: Option<usize>| bytes.map_or("-".to_owned(), |b| b.to_string());
+    let mut builder = Builder::default();
+    builder.push_record(["model", "arena alone (separate)", "added to a shared arena"]);
+    for (i, model) in s.models.iter().enumerate() {
+        builder.push_record([
+            model.clone(),
+            s.separate_parts[i].to_string(),
+            figure(s.shared_parts.as_ref().map(|p| p[i])),
+        ]);
+    }
+    builder.push_record(["set".to_owned(), s.separate_bytes.to_string(), figure(s.shared_bytes)]);
+    let mut table = builder.build();
+    table.with(Style::sharp()).modify(Columns::new(1..3), Alignment::right());
+    let layout = match sharing {
+        crate::model::analysis::Sharing::Separate => "an arena per model",
+        crate::model::analysis::Sharing::Shared => "one shared arena",
+    };
+    let saving = match s.shared_bytes {
+        Some(shared) => format!(
+            "sharing saves {} bytes ({:.1}% of separate)",
+            s.separate_bytes - shared,
+            (s.separate_bytes - shared) as f64 * 100.0 / s.separate_bytes as f64
+        ),
+        None => "only today's TFLM can share an arena".to_owned(),
+    };
+    format!("set `{name}` ({layout}), models in load order:\n{table}\n{saving}")
+}
+
 /// How the arena fits a board: the suggestion against the budget and RAM.
 pub fn fit(f: &crate::spec::fit::Fit) -> String {
     let verdict = |room: usize| {

@@ -68,7 +68,8 @@ pub fn gather(
         }
     }
     for (name, generation) in run_models {
-        let Some(spec) = specs.iter().find(|s| s.name == name) else { continue };
+        // A set's models have their layouts where they run as models.
+        let Some(spec) = specs.iter().find(|s| s.name == name && s.set.is_none()) else { continue };
         let tflm = Generation::named(generation).ok_or_else(|| format!("unknown TFLM generation `{generation}`"));
         match tflm
             .and_then(|tflm| Ok((tflm, spec.parse().map_err(|e| e.to_string())?)))

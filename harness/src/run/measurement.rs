@@ -83,13 +83,21 @@ pub mod metric {
     /// The figures every firmware run must report.
     pub const FROM_FIRMWARE: [&str; 4] = [ARENA_USED_BYTES, ARENA_TOUCHED_BYTES, HEAP_PEAK_BYTES, STACK_PEAK_BYTES];
 
-    /// The figures a scenario must report besides [`FROM_FIRMWARE`].
+    /// The figures a scenario must report besides [`FROM_FIRMWARE`] (and,
+    /// in the multi-model scenario, [`of_resident`] for each model).
     pub fn required_by(scenario: &str) -> &'static [&'static str] {
         match scenario {
             super::STREAM | super::LOG_HEAVY => &[FRAMES, HEAP_GROWTH_BYTES],
             super::CONCURRENT_OTA => &[FRAMES, OTA_ACCEPTED, OTA_STAGING_PEAK_BYTES],
+            super::MULTI_MODEL => &[FRAMES],
             _ => &[],
         }
+    }
+
+    /// In the multi-model scenario, what one model of the set added to the
+    /// set's arena when it was loaded ([`ARENA_USED_BYTES`] is the set's).
+    pub fn of_resident(model: &str) -> String {
+        format!("{ARENA_USED_BYTES}.{model}")
     }
 }
 
@@ -101,8 +109,16 @@ pub const STREAM: &str = "stream";
 pub const LOG_HEAVY: &str = "log-heavy";
 /// The stream while a model update arrives, is checked and maybe activated.
 pub const CONCURRENT_OTA: &str = "concurrent-ota";
+/// A set's models resident at once, run in turn frame by frame.
+pub const MULTI_MODEL: &str = "multi-model";
 /// Every scenario, in the order they run.
-pub const SCENARIOS: [&str; 4] = [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA];
+pub const SCENARIOS: [&str; 5] = [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA, MULTI_MODEL];
+
+/// Whether `scenario` runs for `model`: a set runs the multi-model scenario
+/// only, and a model every other one.
+pub fn runs_for(model: &ModelSpec, scenario: &str) -> bool {
+    (scenario == MULTI_MODEL) == model.set.is_some()
+}
 /// The firmware's self-tests: each ends the run the way a broken firmware
 /// or link would (a panic, a HardFault, a hang, garbage on the wire, a
 /// figure only the linker knows, an allocation from a heap), so none may
@@ -216,6 +232,10 @@ impl Measurement {
 /// The checks of one run: the model's answers against `hil.toml`, and what
 /// the scenario itself must show.
 pub fn checks(model: &ModelSpec, scenario: &str, session: &Session) -> Vec<Check> {
+    if let Some(set) = &model.set {
+        // Each model answers its first input, reported under its name.
+        return set.models.iter().filter_map(|m| output_check(&m.name, &m.inputs[0], &session.outputs)).collect();
+    }
     let mut checks: Vec<Check> =
         model.inputs.iter().filter_map(|input| output_check(&input.name, input, &session.outputs)).collect();
     match scenario {
@@ -295,6 +315,7 @@ mod tests {
                 min_free_heap_bytes: 0,
                 expect: ota_expect,
             },
+            set: None,
         }
     }
 

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use hilmem_protocol::WARM_UP_FRAMES;
 
-use crate::run::measurement::{Measurement, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
+use crate::model::analysis::Sharing;
+use crate::run::measurement::{runs_for, Measurement, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
 use crate::run::record::{context, record, tflm_breakdown, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError};
@@ -151,7 +152,16 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     let runtime = loaded.runtime(options.tflm.clone())?;
     let mut models = models::select(loaded.models, &options.models, file)?;
     if options.arena_auto {
-        models.iter_mut().for_each(|m| m.arena = Arena::Auto);
+        // A shared arena keeps its size; separate ones are their models'.
+        for m in &mut models {
+            match &mut m.set {
+                None => m.arena = Arena::Auto,
+                Some(set) if set.sharing == Sharing::Separate => {
+                    set.models.iter_mut().for_each(|m| m.arena = Arena::Auto)
+                }
+                Some(_) => {}
+            }
+        }
     }
 
     for scenario in &options.scenarios {
@@ -232,8 +242,17 @@ struct Setup<'a> {
 /// allocator, built beside the first, for TFLM's own breakdown of the arena.
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
+    // A set runs the multi-model scenario, a model the others.
+    let selected: Vec<&String> = options
+        .scenarios
+        .iter()
+        .filter(|s| if SELF_TESTS.contains(&s.as_str()) { spec.set.is_none() } else { runs_for(spec, s) })
+        .collect();
+    if selected.is_empty() {
+        return (None, Vec::new());
+    }
     let breakdown = runtime.generation() == Generation::Current
-        && options.scenarios.iter().any(|s| s == SINGLE_FRAME)
+        && selected.iter().any(|s| *s == SINGLE_FRAME)
         && options.variant == Variant::Standard;
     // The model was read once for the run; its arena is resolved once per
     // board, and every later step reads the number.
@@ -252,7 +271,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         });
         built.map_err(|e| e.to_string())
     });
-    let scenarios = options.scenarios.iter();
+    let scenarios = selected.into_iter();
     let (model, (firmware, sizes), info) = match built {
         Ok(built) => built,
         Err(error) => {

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use hilmem_protocol::exit;
 
-use crate::model::analysis::Analysis;
+use crate::model::analysis::{Analysis, SetAnalysis};
+use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, RECORDED, SINGLE_FRAME,
+    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, RECORDED, SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
@@ -48,7 +49,8 @@ pub enum RunError {
 }
 
 fn stage_meaning(stage: &str) -> &'static str {
-    match stage {
+    // A set's stages name its model: "load `name`".
+    match stage.split(' ').next().unwrap_or(stage) {
         "board" => "the firmware refused to run on this board",
         "load" => "TFLM could not load the model",
         "input" => "the input could not be fed to the model",
@@ -130,10 +132,14 @@ pub fn record(
     if session.done != Some(true) || run.ending != Ending::Exited(exit::OK) {
         return Err(target(format!("the run did not finish cleanly (expected Done and exit 0, got {:?})", run.ending)));
     }
+    let residents: Vec<String> = match &spec.set {
+        Some(set) => set.models.iter().map(|m| metric::of_resident(&m.name)).collect(),
+        None => Vec::new(),
+    };
     for (name, line) in &session.metric_frames {
         let why = if metric::FROM_IMAGE.contains(&name.as_str()) {
             "hilmem reads that figure from the model file and the ELF, never from the firmware"
-        } else if !metric::REPORTABLE.contains(&name.as_str()) {
+        } else if !metric::REPORTABLE.contains(&name.as_str()) && !residents.contains(name) {
             "no firmware figure has that name"
         } else {
             continue;
@@ -153,16 +159,18 @@ pub fn record(
         .iter()
         .chain(metric::required_by(scenario))
         .chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
-    for name in required {
-        if !session.metrics.contains_key(*name) {
+    for name in required.copied().chain(residents.iter().map(String::as_str)) {
+        if !session.metrics.contains_key(name) {
             return Err(target(format!("the firmware did not report `{name}`")));
         }
     }
     // Everything the firmware reported (each a reportable figure, checked
     // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
+    // TFLM prints its split once per model loaded: a set's would be its
+    // last model's.
     for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
-        if let Some(value) = tflm_reported(&session.log, prefix) {
+        if let Some(value) = tflm_reported(&session.log, prefix).filter(|_| spec.set.is_none()) {
             metrics.insert(name.into(), value);
         }
     }
@@ -170,10 +178,27 @@ pub fn record(
     // it cannot, the record says why.
     let mut notes = session.notes.clone();
     let mut arena_prediction = None;
-    if scenario == SINGLE_FRAME && predicts_for(board) {
-        let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner)
-            .map_err(|e| target(format!("the analyzer cannot predict the arena of the model it ran: {e}")))?;
-        match analysis.predicted_arena_bytes {
+    let predicts = (scenario == SINGLE_FRAME || scenario == MULTI_MODEL) && predicts_for(board);
+    if predicts {
+        let cannot = |e: ReadError| target(format!("the analyzer cannot predict the arena of the model it ran: {e}"));
+        let (predicted, caveats) = match &spec.set {
+            None => {
+                let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner).map_err(cannot)?;
+                (analysis.predicted_arena_bytes, analysis.caveats)
+            }
+            Some(set) => {
+                let analyses = model
+                    .residents
+                    .iter()
+                    .map(|m| Analysis::of(&m.spec.name, &m.parsed, firmware.tflm, m.spec.planner))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(cannot)?;
+                let members: Vec<_> = analyses.iter().zip(&model.residents).map(|(a, m)| (a, &m.parsed)).collect();
+                let predicted = SetAnalysis::of(&members).map_err(cannot)?.and_then(|s| s.bytes(set.sharing));
+                (predicted, analyses.into_iter().flat_map(|a| a.caveats).collect())
+            }
+        };
+        match predicted {
             Some(predicted) => {
                 arena_prediction = Some(ArenaPrediction {
                     predicted_bytes: predicted as i64,
@@ -181,7 +206,7 @@ pub fn record(
                 })
             }
             None => {
-                notes.insert(NOT_PREDICTED.into(), analysis.caveats.join("; "));
+                notes.insert(NOT_PREDICTED.into(), caveats.join("; "));
             }
         }
     }

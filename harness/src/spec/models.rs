@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::model::analysis::Analysis;
+use crate::model::analysis::{Analysis, Sharing};
 use crate::model::planner::Planner;
 use crate::model::tflite;
 use crate::spec::board::Board;
@@ -36,6 +36,8 @@ pub enum ModelsError {
     Planner { model: String, planner: Planner, runtime: String },
     #[error("model `{model}`: cannot write hilmem's offline plan into {path}: {why}")]
     OfflinePlan { model: String, path: PathBuf, why: String },
+    #[error("set `{set}`: `arena = \"shared\"` needs a current TFLM's multi-tenant allocation; {runtime} has none (use \"separate\")")]
+    Shared { set: String, runtime: String },
 }
 
 /// The size of the firmware's tensor arena.
@@ -60,6 +62,18 @@ pub struct ModelSpec {
     pub inputs: Vec<InputSpec>,
     /// The update the concurrent-OTA scenario delivers while this model runs.
     pub ota: OtaSpec,
+    /// For a set of resident models (a `[[set]]`, run by the multi-model
+    /// scenario only): its models. The fields above are then its first
+    /// model's, but for the name and, when they share one, the arena.
+    pub set: Option<SetSpec>,
+}
+
+/// Models resident together, loaded in this order and run one after
+/// another frame by frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetSpec {
+    pub models: Vec<ModelSpec>,
+    pub sharing: Sharing,
 }
 
 /// A model update: which model arrives, what its metadata claims, and whether
@@ -145,8 +159,24 @@ impl ModelsFile {
 struct RawConfig {
     #[serde(rename = "model")]
     models: Vec<RawModel>,
+    #[serde(rename = "set", default)]
+    sets: Vec<RawSet>,
     tflm: Option<RawTflm>,
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSet {
+    name: String,
+    models: Vec<String>,
+    arena: Sharing,
+    arena_bytes: Option<u32>,
+    #[serde(default)]
+    concurrent: bool,
+}
+
+/// Most models a set holds (the firmware's interpreter slots).
+pub const MAX_SET_MODELS: usize = 4;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -285,9 +315,68 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             planner: model.planner,
             inputs: model.inputs.clone(),
             ota,
+            set: None,
         });
     }
+    for (i, raw_set) in raw.sets.into_iter().enumerate() {
+        let key = |k: &str| format!("set[{i}].{k}");
+        new_name(&raw_set.name, &mut seen).map_err(|why| invalid(key("name"), &why))?;
+        let set = set_spec(&raw_set, &specs).map_err(|(k, why)| invalid(key(k), &why))?;
+        specs.push(set);
+    }
     Ok(ModelsFile { file: file.to_owned(), models: specs, tflm: raw.tflm.map(|t| base.join(t.path)) })
+}
+
+/// A `[[set]]` of the models in `models`, as the spec it runs under.
+fn set_spec(raw: &RawSet, models: &[ModelSpec]) -> Result<ModelSpec, (&'static str, String)> {
+    let known = || models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ");
+    if raw.models.len() < 2 || raw.models.len() > MAX_SET_MODELS {
+        return Err(("models", format!("name 2 to {MAX_SET_MODELS} models, not {}", raw.models.len())));
+    }
+    let mut members: Vec<ModelSpec> = Vec::new();
+    for name in &raw.models {
+        let model = models
+            .iter()
+            .find(|m| &m.name == name)
+            .ok_or_else(|| ("models", format!("`{name}` is not a model of this file ({})", known())))?;
+        if members.iter().any(|m| &m.name == name) {
+            return Err(("models", format!("`{name}` is named twice")));
+        }
+        if members.first().is_some_and(|first| first.planner != model.planner) {
+            return Err((
+                "models",
+                format!(
+                    "`{name}` plans with `{}`, `{}` with `{}`: one image has one planner",
+                    model.planner, members[0].name, members[0].planner
+                ),
+            ));
+        }
+        members.push(model.clone());
+    }
+    let arena = match (raw.arena, raw.arena_bytes, raw.concurrent) {
+        (Sharing::Shared, _, true) => {
+            return Err((
+                "arena",
+                "models whose inferences may overlap (`concurrent = true`) cannot share an arena: one \
+                 interpreter's plan would overwrite the other's live tensors; use \"separate\""
+                    .into(),
+            ))
+        }
+        (Sharing::Shared, Some(bytes), false) if bytes >= 16 && bytes.is_multiple_of(16) => Arena::Bytes(bytes),
+        (Sharing::Shared, _, false) => {
+            return Err(("arena_bytes", "a shared arena needs its size: a multiple of 16, at least 16".into()))
+        }
+        (Sharing::Separate, None, _) => members[0].arena,
+        (Sharing::Separate, Some(_), _) => {
+            return Err(("arena_bytes", "separate arenas are each model's own `arena_bytes`".into()))
+        }
+    };
+    Ok(ModelSpec {
+        name: raw.name.clone(),
+        arena,
+        set: Some(SetSpec { models: members.clone(), sharing: raw.arena }),
+        ..members[0].clone()
+    })
 }
 
 /// A model as read, before its update is resolved.
@@ -355,6 +444,8 @@ pub struct Model {
     /// The model the concurrent-OTA scenario delivers, which the image must
     /// also be able to run.
     pub update: Update,
+    /// For a set, its models, each read as a model of its own.
+    pub residents: Vec<Model>,
 }
 
 /// An update's model file, read and parsed.
@@ -387,14 +478,21 @@ impl ModelSpec {
         if !missing.is_empty() {
             return Err(unsupported(&self.ota.model, &self.ota.file, missing));
         }
-        match (self.planner, runtime.generation()) {
-            (Planner::Greedy, _) => Ok(model),
+        let mut model = match (self.planner, runtime.generation()) {
+            (Planner::Greedy, _) => model,
             (planner, Generation::Tfmicro2020) => {
-                Err(ModelsError::Planner { model: self.name.clone(), planner, runtime: runtime.to_string() })
+                return Err(ModelsError::Planner { model: self.name.clone(), planner, runtime: runtime.to_string() })
             }
-            (Planner::Linear, Generation::Current) => Ok(model),
-            (Planner::Offline, Generation::Current) => model.with_hilmem_plan(),
+            (Planner::Linear, Generation::Current) => model,
+            (Planner::Offline, Generation::Current) => model.with_hilmem_plan()?,
+        };
+        if let Some(set) = &self.set {
+            if set.sharing == Sharing::Shared && runtime.generation() == Generation::Tfmicro2020 {
+                return Err(ModelsError::Shared { set: self.name.clone(), runtime: runtime.to_string() });
+            }
+            model.residents = set.models.iter().map(|m| m.read(runtime)).collect::<Result<_, _>>()?;
         }
+        Ok(model)
     }
 
     /// Reads the model's file and its update's as TFLite flatbuffers,
@@ -405,12 +503,17 @@ impl ModelSpec {
         let inputs = self.inputs.iter().map(|i| i.bytes(&self.name, &parsed)).collect::<Result<_, _>>()?;
         let (update_bytes, update) = read_tflite(&self.ota.model, &self.ota.file)?;
         let input = self.ota.input.bytes(&self.ota.model, &update)?;
+        let residents = match &self.set {
+            Some(set) => set.models.iter().map(ModelSpec::parse).collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
         Ok(Model {
             spec: self.clone(),
             bytes,
             parsed,
             inputs,
             update: Update { bytes: update_bytes, parsed: update, input },
+            residents,
         })
     }
 }
@@ -450,6 +553,9 @@ impl Model {
     /// The arena to build for `board` and a TFLM of generation `tflm`: as
     /// configured, or for "auto" the analyzer's suggestion for the board.
     pub fn arena_bytes(&self, board: &Board, tflm: Generation) -> Result<u32, ModelsError> {
+        if self.spec.set.as_ref().is_some_and(|set| set.sharing == Sharing::Separate) {
+            return self.residents.iter().map(|m| m.arena_bytes(board, tflm)).sum();
+        }
         match self.spec.arena {
             Arena::Bytes(bytes) => Ok(bytes),
             Arena::Auto => {
@@ -466,7 +572,8 @@ impl Model {
     /// analysed once per board rather than by every step that needs the size.
     pub fn sized_for(&self, board: &Board, tflm: Generation) -> Result<Model, ModelsError> {
         let spec = ModelSpec { arena: Arena::Bytes(self.arena_bytes(board, tflm)?), ..self.spec.clone() };
-        Ok(Model { spec, ..self.clone() })
+        let residents = self.residents.iter().map(|m| m.sized_for(board, tflm)).collect::<Result<_, _>>()?;
+        Ok(Model { spec, residents, ..self.clone() })
     }
 }
 
@@ -724,6 +831,78 @@ expect_class = 2
         }
     }
 
+    /// Two models (`m` and `n`) and a set `s` with the keys `set`.
+    fn with_set(set: &str) -> String {
+        let n = ONE.replace("name = \"m\"", "name = \"n\"");
+        format!("{ONE}{n}[[set]]\nname = \"s\"\n{set}\n")
+    }
+
+    /// A `[[set]]` names models of the file and how they hold their arenas;
+    /// it runs under its own name with its first model's inputs. What makes
+    /// no sense is refused naming the key: models sharing an arena whose
+    /// inferences may overlap (one plan would overwrite the other's live
+    /// tensors), a shared arena without a size, separate arenas given one,
+    /// an unknown or repeated model, one model, or two planners in one image.
+    #[test]
+    fn sets_are_parsed_and_unsafe_sharing_is_refused() {
+        let models = load_text(&with_set("models = [\"n\", \"m\"]\narena = \"shared\"\narena_bytes = 4096")).unwrap();
+        let set = &models[2];
+        assert_eq!((set.name.as_str(), set.arena, set.inputs.len()), ("s", Arena::Bytes(4096), 2));
+        let spec = set.set.as_ref().unwrap();
+        assert_eq!(spec.sharing, Sharing::Shared);
+        assert_eq!(spec.models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["n", "m"]);
+        let separate = load_text(&with_set("models = [\"m\", \"n\"]\narena = \"separate\"")).unwrap();
+        assert_eq!(separate[2].set.as_ref().unwrap().sharing, Sharing::Separate);
+
+        let cases = [
+            (
+                "models = [\"m\", \"n\"]\narena = \"shared\"\narena_bytes = 4096\nconcurrent = true",
+                "set[0].arena`: models whose inferences may overlap",
+            ),
+            ("models = [\"m\", \"n\"]\narena = \"shared\"", "set[0].arena_bytes`: a shared arena needs its size"),
+            ("models = [\"m\", \"n\"]\narena = \"separate\"\narena_bytes = 64", "separate arenas are each model's own"),
+            ("models = [\"m\", \"x\"]\narena = \"separate\"", "`x` is not a model of this file (m, n)"),
+            ("models = [\"m\", \"m\"]\narena = \"separate\"", "`m` is named twice"),
+            ("models = [\"m\"]\narena = \"separate\"", "set[0].models`: name 2 to 4 models, not 1"),
+            ("models = [\"m\", \"n\"]\narena = \"both\"", "set[0].arena"),
+        ];
+        for (set, expected) in cases {
+            let err = load_text(&with_set(set)).unwrap_err().to_string();
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
+        let linear = with_set("models = [\"m\", \"n\"]\narena = \"separate\"").replacen(
+            "arena_bytes = 1024",
+            "arena_bytes = 1024\nplanner = \"linear\"",
+            1,
+        );
+        let err = load_text(&linear).unwrap_err().to_string();
+        assert!(err.contains("one image has one planner"), "{err}");
+        let clash = with_set("models = [\"m\", \"n\"]\narena = \"separate\"").replace("name = \"s\"", "name = \"m\"");
+        assert!(load_text(&clash).unwrap_err().to_string().contains("`m` is named twice"));
+    }
+
+    /// Sharing an arena needs today's TFLM: on the bundled one the set is
+    /// refused before anything is built; separate arenas work on both.
+    #[test]
+    fn a_shared_arena_needs_a_current_tflm() {
+        let hello = crate::Workspace::from_source().root().join("firmware/models/hello_world.tflite");
+        let text = ONE.split("[[model.input]]\nname = \"img\"").next().unwrap();
+        let text = text
+            .replace("values = [1.0, 2.0]", "values = [1.0]")
+            .replace("file = \"m.tflite\"", &format!("file = {:?}", hello.display().to_string()));
+        let both = format!("{text}{}", text.replace("name = \"m\"", "name = \"n\""));
+        let shared =
+            format!("{both}[[set]]\nname = \"s\"\nmodels = [\"m\", \"n\"]\narena = \"shared\"\narena_bytes = 4096\n");
+        let set = &load_text(&shared).unwrap()[2];
+        let err = set.read(&Runtime::bundled()).unwrap_err().to_string();
+        assert!(err.starts_with("set `s`: `arena = \"shared\"` needs a current TFLM"), "{err}");
+        let separate = shared.replace("arena = \"shared\"\narena_bytes = 4096", "arena = \"separate\"");
+        let model = load_text(&separate).unwrap()[2].read(&Runtime::bundled()).unwrap();
+        assert_eq!(model.residents.len(), 2);
+        let board = Board::load(&crate::Workspace::from_source(), "qemu-m7").unwrap();
+        assert_eq!(model.arena_bytes(&board, Generation::Tfmicro2020).unwrap(), 2 * 1024);
+    }
+
     #[test]
     fn unknown_model_names_list_the_known_ones() {
         let models = load_text(ONE).unwrap();
@@ -753,6 +932,7 @@ expect_class = 2
             planner: Planner::Greedy,
             inputs: vec![],
             ota,
+            set: None,
         };
         let err = spec.read(&Runtime::bundled()).unwrap_err().to_string();
         assert!(err.starts_with("model `bad`: ") && err.contains("not a TFLite flatbuffer"), "{err}");

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::fsutil::{copy_atomic, write_if_changed};
+use crate::model::analysis::Sharing;
 use crate::model::planner::Planner;
 use crate::spec::board::{Board, Layout, Runner};
 use crate::spec::models::{Model, ModelsError};
@@ -63,9 +64,14 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     };
     let model_path = dir.join("model.tflite");
     write_if_changed(&model_path, &model.bytes).map_err(io("cannot write", &model_path))?;
-    let models = [&model.parsed, &model.update.parsed];
+    let mut models = vec![&model.parsed, &model.update.parsed];
+    models.extend(model.residents.iter().map(|m| &m.parsed));
     let ops_path = dir.join("hilmem_ops.h");
     let mut ops = runtime.operators.resolver_header(&models);
+    ops.push_str(&format!(
+        "// Interpreters the image holds at once.\n#define HM_SLOTS {}\n",
+        model.residents.len().max(1)
+    ));
     if model.spec.planner == Planner::Linear {
         ops.push_str("// The arena head is planned by TFLM's linear planner.\n#define HM_PLANNER_LINEAR 1\n");
     }
@@ -100,6 +106,7 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     write_if_changed(&package_path, &package).map_err(io("cannot write", &package_path))?;
     let ota_input = &model.update.input;
     largest = largest.max(ota_input.len());
+    largest = model.residents.iter().map(|m| m.inputs[0].len()).fold(largest, usize::max);
     let ota_input_path = dir.join("ota-input.bin");
     write_if_changed(&ota_input_path, ota_input).map_err(io("cannot write", &ota_input_path))?;
 
@@ -140,13 +147,41 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     if let Layout::Process { stack_bytes } = board.layout {
         config += &format!("pub const STACK_BYTES: usize = {stack_bytes};\n");
     }
+    // A set's models for the multi-model scenario: name, model, first input
+    // (name and bytes), and the model's own arena (0 when they share one).
+    let shared = model.spec.set.as_ref().is_some_and(|set| set.sharing == Sharing::Shared);
+    let mut residents = String::new();
+    for (i, resident) in model.residents.iter().enumerate() {
+        let model_path = dir.join(format!("resident-{i}.tflite"));
+        write_if_changed(&model_path, &resident.bytes).map_err(io("cannot write", &model_path))?;
+        let input_path = dir.join(format!("resident-{i}-input.bin"));
+        write_if_changed(&input_path, &resident.inputs[0]).map_err(io("cannot write", &input_path))?;
+        let own = if shared { 0 } else { resident.arena_bytes(board, runtime.generation())? };
+        residents += &format!(
+            "    ({:?}, &Aligned(*include_bytes!({})).0, {:?}, include_bytes!({}), {own}),\n",
+            resident.spec.name,
+            rust_str(&model_path)?,
+            resident.spec.inputs[0].name,
+            rust_str(&input_path)?,
+        );
+    }
+    config += &format!(
+        "pub static RESIDENTS: [(&str, &[u8], &str, &[u8], usize); {}] = [\n{residents}];\n\
+         pub const SHARED_ARENA: bool = {shared};\n",
+        model.residents.len()
+    );
     let config_path = dir.join("config.rs");
     write_if_changed(&config_path, config.as_bytes()).map_err(io("cannot write", &config_path))?;
     if let Some(memory_x) = board.memory_x() {
         let memory_path = dir.join("memory.x");
         write_if_changed(&memory_path, memory_x.as_bytes()).map_err(io("cannot write", &memory_path))?;
     }
-    Ok(model.bytes.len() as u64)
+    // A set's image holds its models' files.
+    Ok(if model.residents.is_empty() {
+        model.bytes.len() as u64
+    } else {
+        model.residents.iter().map(|m| m.bytes.len() as u64).sum()
+    })
 }
 
 /// The name under which the firmware reports the answer of an update's model.

@@ -8,6 +8,7 @@ mod firmware_runs;
 mod layers;
 mod planners;
 mod real_boards;
+mod resident;
 mod scenarios;
 mod snapshots;
 mod support;

@@ -1,6 +1,7 @@
 //! The conversation with the harness, and what every scenario shares: the
 //! tensor arena, the buffer pool, the painted stack, and the report.
 
+mod multi_model;
 mod single_frame;
 mod stream;
 
@@ -102,6 +103,16 @@ impl<'s> Rig<'s> {
         }
         tflm::clear_messages();
         tflm::invoke().map_err(|e| fail_with_tflm_messages("invoke", e))
+    }
+
+    /// One inference on `data`, staged in a pool buffer as a camera or
+    /// microphone driver would fill it, and its answer.
+    fn frame(&mut self, name: &str, data: &[u8]) -> Result<(u32, f32), i32> {
+        let frame = self.pool.alloc(Category::InputFrame, data.len()).map_err(|e| pool_failure("input", name, e))?;
+        frame.copy_from_slice(data);
+        let result = self.infer(name, frame).and_then(|()| self.answer(name));
+        self.pool.free(frame).expect("block from this pool");
+        result
     }
 
     /// Reads the answer through a post-processing buffer.
@@ -219,6 +230,7 @@ fn run(scenario: &str, frames: u32, stack: &Stack) -> i32 {
         "stream" => stream::run(Rig::take(stack), stream::Mode::Plain, frames),
         "log-heavy" => stream::run(Rig::take(stack), stream::Mode::LogHeavy, frames),
         "concurrent-ota" => stream::run(Rig::take(stack), stream::Mode::ConcurrentOta, frames),
+        "multi-model" => multi_model::run(Rig::take(stack), frames),
         "selftest-stack-report" => single_frame::run(Rig::take(stack), true),
         "selftest-ota-corrupt" => stream::run(Rig::take(stack), stream::Mode::CorruptOta, frames),
         _ => self_test(scenario),

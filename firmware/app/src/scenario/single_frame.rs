@@ -3,10 +3,9 @@
 
 use core::fmt::Write;
 
-use arena::Category;
 use hilmem_protocol::{exit, Frame};
 
-use super::{fail_with_tflm_messages, pool_failure, report_figures, send, Rig, Text};
+use super::{fail_with_tflm_messages, report_figures, send, Rig, Text};
 use crate::{config, tflm};
 
 /// Runs the scenario. With `stack_after_report` (a self-test), it also says
@@ -19,16 +18,7 @@ pub fn run(mut rig: Rig, stack_after_report: bool) -> i32 {
     }
     let mut answers = [(0u32, 0f32); config::INPUTS.len()];
     for (answer, (name, data)) in answers.iter_mut().zip(config::INPUTS) {
-        // The input frame is staged in a pool buffer, as a camera or
-        // microphone driver would fill it.
-        let frame = match rig.pool.alloc(Category::InputFrame, data.len()) {
-            Ok(frame) => frame,
-            Err(e) => return pool_failure("input", name, e),
-        };
-        frame.copy_from_slice(data);
-        let result = rig.infer(name, frame).and_then(|()| rig.answer(name));
-        rig.pool.free(frame).expect("block from this pool");
-        match result {
+        match rig.frame(name, data) {
             Ok(a) => *answer = a,
             Err(status) => return status,
         }

@@ -260,6 +260,23 @@ pub fn not_predicted(model: &Model) -> Option<String> {
 /// The persistent tail TFLM allocates for `model` over `allocator`, whose
 /// operators all have a kernel in [`KERNELS`] (see [`not_predicted`]).
 pub fn predict(model: &Model, allocator: Allocator, planner: Planner) -> Result<Prediction, ReadError> {
+    let mut tail = Recorder::default();
+    for object in allocator.objects(planner) {
+        tail.place(None, object, 1);
+    }
+    replay(model, tail)
+}
+
+/// The tail once `model` has joined an arena whose allocator already holds
+/// `before` bytes of other models' tail (TFLM's multi-tenant allocation):
+/// its allocations follow on from there, and the allocator's objects are
+/// not made again.
+pub fn predict_joining(model: &Model, before: usize) -> Result<Prediction, ReadError> {
+    replay(model, Recorder { tail: Tail(before), recorded: BTreeMap::new() })
+}
+
+/// `model`'s allocations, from where `tail` stands.
+fn replay(model: &Model, mut tail: Recorder) -> Result<Prediction, ReadError> {
     let err = |why: String| ReadError { at: "tail", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
     let tensor = |i: i32| usize::try_from(i).ok().and_then(|i| sg.tensors.get(i));
@@ -269,8 +286,7 @@ pub fn predict(model: &Model, allocator: Allocator, planner: Planner) -> Result<
         let kernel = code.and_then(kernel_of);
         kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
     }
-    let mut tail = Recorder::default();
-    for object in allocator.objects(planner).into_iter().chain([BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS]) {
+    for object in [BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS] {
         tail.place(None, object, 1);
     }
     tail.place(Some("eval_tensors"), EVAL_TENSOR, sg.tensors.len());

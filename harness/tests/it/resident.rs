@@ -1,0 +1,79 @@
+//! Several models resident at once on the default board with a current
+//! TFLM: the multi-model scenario in separate arenas and in one shared
+//! arena, measured against the analyzer's prediction for the set.
+
+use std::collections::BTreeMap;
+
+use harness::model::analysis::{Analysis, SetAnalysis};
+use harness::model::planner::Planner;
+use harness::model::tflite;
+use harness::run::measurement::{metric, Measurement, MULTI_MODEL, SINGLE_FRAME};
+use harness::run::{self, Options};
+use harness::spec::board::DEFAULT_BOARD;
+use harness::spec::runtime::Generation;
+
+use crate::current_tflm::current_tflm;
+use crate::support::ws;
+
+/// magic_wand (a classifier) and hello_world resident together, loaded in
+/// that order and run in turn for 16 frames, first in an arena each, then
+/// in one: each set's `arena_used_bytes` and each model's part of it are
+/// what the analyzer predicts; the shared arena is below the separate sum
+/// by what hello_world's second copy of TFLM's allocator objects and its
+/// head would take; both models answer right either way.
+#[test]
+fn a_resident_pair_shares_an_arena_for_less_than_two() {
+    let Some(runtime) = current_tflm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let models = ws().root().join("firmware/models");
+    let toml = format!(
+        "[tflm]\npath = \"{tflm}\"\n\
+         [[model]]\nname = \"hello_world\"\nfile = \"{m}/hello_world.tflite\"\narena_bytes = 4096\n\
+         [[model.input]]\nname = \"x\"\nvalues = [1.5707964]\nexpect_value = 1.0\ntolerance = 0.1\n\
+         [[model]]\nname = \"magic_wand\"\nfile = \"{m}/magic_wand.tflite\"\narena_bytes = 65536\n\
+         [[model.input]]\nname = \"ring\"\nfile = \"{m}/ring_micro_f9643d42_nohash_4.data\"\nformat = \"f32-be\"\nexpect_class = 1\n\
+         [[set]]\nname = \"pair-separate\"\nmodels = [\"magic_wand\", \"hello_world\"]\narena = \"separate\"\n\
+         [[set]]\nname = \"pair-shared\"\nmodels = [\"magic_wand\", \"hello_world\"]\narena = \"shared\"\narena_bytes = 65536\n",
+        tflm = runtime.dir().unwrap().display(),
+        m = models.display(),
+    );
+    let file = dir.path().join("hil.toml");
+    std::fs::write(&file, toml).unwrap();
+    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    options.models_file = file;
+    options.scenarios = vec![SINGLE_FRAME.into(), MULTI_MODEL.into()];
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:?}", results.failed);
+    // The sets run the multi-model scenario, and the models the others.
+    let sets: BTreeMap<&str, &Measurement> =
+        results.records.iter().filter(|r| r.scenario == MULTI_MODEL).map(|r| (r.model.as_str(), r)).collect();
+    assert_eq!(sets.keys().copied().collect::<Vec<_>>(), ["pair-separate", "pair-shared"]);
+    assert!(results.records.iter().all(|r| (r.scenario == MULTI_MODEL) == r.model.starts_with("pair-")));
+
+    let member = |name: &str| {
+        let parsed = tflite::read(&std::fs::read(models.join(format!("{name}.tflite"))).unwrap()).unwrap();
+        let analysis = Analysis::of(name, &parsed, Generation::Current, Planner::Greedy).unwrap();
+        (analysis, parsed)
+    };
+    let (wand, hello) = (member("magic_wand"), member("hello_world"));
+    let predicted = SetAnalysis::of(&[(&wand.0, &wand.1), (&hello.0, &hello.1)]).unwrap().unwrap();
+    let shared_parts = predicted.shared_parts.clone().unwrap();
+    for (set, total, parts) in [
+        ("pair-separate", predicted.separate_bytes, &predicted.separate_parts),
+        ("pair-shared", predicted.shared_bytes.unwrap(), &shared_parts),
+    ] {
+        let record = sets[set];
+        assert!(record.passed() && record.checks.len() == 2, "{set}: {:?}", record.checks);
+        assert_eq!(record.metrics[metric::ARENA_USED_BYTES], total as i64, "{set}");
+        assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{set}");
+        for (name, part) in ["magic_wand", "hello_world"].iter().zip(parts) {
+            assert_eq!(record.metrics[&metric::of_resident(name)], *part as i64, "{set}: {name}");
+        }
+        assert_eq!(record.metrics[metric::FRAMES], 16, "{set}");
+    }
+    // Separate is the sum of the models alone; shared saves hello_world's
+    // allocator objects and head, and costs its persistent part only.
+    assert_eq!(predicted.separate_parts, [15168, 816]);
+    assert_eq!(shared_parts, [15168, 640]);
+    assert!(predicted.shared_bytes.unwrap() < predicted.separate_bytes);
+}
