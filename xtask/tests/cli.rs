@@ -260,6 +260,37 @@ fn analyze_checks_the_operators_against_the_chosen_tflm() {
     assert!(json["caveats"].to_string().contains("the least arena is predicted for the 2020 TFLM only"), "{json}");
 }
 
+/// `analyze SET` shows a resident set model by model: on the bundled TFLM
+/// the separate arenas (each model's predicted arena, summed) and no
+/// sharing, which only today's TFLM can do.
+#[test]
+fn analyze_shows_a_set_model_by_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware/models");
+    let config = dir.path().join("hil.toml");
+    let model = |name: &str, input: &str| {
+        format!(
+            "[[model]]\nname = \"{name}\"\nfile = \"{}\"\narena_bytes = 65536\n[[model.input]]\nname = \"x\"\n{input}\n",
+            models.join(format!("{name}.tflite")).display()
+        )
+    };
+    let ring = models.join("ring_micro_f9643d42_nohash_4.data");
+    let toml = model("magic_wand", &format!("file = \"{}\"\nformat = \"f32-be\"", ring.display()))
+        + &model("hello_world", "values = [0.5]")
+        + "[[set]]\nname = \"pair\"\nmodels = [\"magic_wand\", \"hello_world\"]\narena = \"separate\"\n";
+    std::fs::write(&config, toml).unwrap();
+    let out = xtask(&["analyze", "pair", "--config", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let text = text(&out);
+    for row in [
+        "│ magic_wand  │                  15664 │                       - │",
+        "│ set         │                  17136 │                       - │",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    assert!(text.contains("only today's TFLM can share an arena"), "{text}");
+}
+
 /// A TFLM that is not there, or a checkout without its third-party
 /// downloads, stops the run before anything is built: exit 2, naming where
 /// the choice came from and what to do.

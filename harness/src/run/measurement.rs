@@ -97,7 +97,7 @@ pub mod metric {
     /// In the multi-model scenario, what one model of the set added to the
     /// set's arena when it was loaded ([`ARENA_USED_BYTES`] is the set's).
     pub fn of_resident(model: &str) -> String {
-        format!("{ARENA_USED_BYTES}.{model}")
+        format!("{model}_{ARENA_USED_BYTES}")
     }
 }
 

@@ -69,7 +69,7 @@ pub fn run(mut rig: Rig, frames: u32) -> i32 {
     report(&[("frames", i64::from(frames))]);
     for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
         let mut metric = Text::<96>::new();
-        let _ = write!(metric, "arena_used_bytes.{name}");
+        let _ = write!(metric, "{name}_arena_used_bytes");
         send(Frame::Metric { name: metric.as_str(), value: used[slot].into() });
     }
     for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
