@@ -291,6 +291,21 @@ fn analyze_shows_a_set_model_by_model() {
     assert!(text.contains("only today's TFLM can share an arena"), "{text}");
 }
 
+/// A scenario that nothing selected runs (the multi-model scenario with no
+/// `[[set]]` in the models file) is exit 2 before anything is built.
+#[test]
+fn a_scenario_nothing_runs_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = xtask(&["hil", "--scenario", "multi-model", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("nothing to run: no model or set of") && text(&out).contains("runs multi-model"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dir.path().join("results.json").exists());
+}
+
 /// A TFLM that is not there, or a checkout without its third-party
 /// downloads, stops the run before anything is built: exit 2, naming where
 /// the choice came from and what to do.

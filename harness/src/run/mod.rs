@@ -43,6 +43,8 @@ pub enum ConfigError {
     UnknownScenario(String),
     #[error("the streaming scenarios need more than {min} frames, not {0}", min = WARM_UP_FRAMES)]
     TooFewFrames(u32),
+    #[error("nothing to run: no model or set of {file} runs {scenarios} (the multi-model scenario runs the sets, `[[set]]`, and only them)", file = .0.display(), scenarios = .1.join(", "))]
+    NothingToRun(PathBuf, Vec<String>),
 }
 
 /// Settings of one `hil` run.
@@ -172,6 +174,9 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     if options.frames <= WARM_UP_FRAMES {
         return Err(ConfigError::TooFewFrames(options.frames));
     }
+    if !models.iter().any(|m| options.scenarios.iter().any(|s| runs(m, s))) {
+        return Err(ConfigError::NothingToRun(file.clone(), options.scenarios.clone()));
+    }
 
     // Each model's file is read and checked once for the whole run.
     let files: Vec<Result<Model, ModelsError>> = models.iter().map(|m| m.read(&runtime)).collect();
@@ -225,6 +230,16 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     Ok(results)
 }
 
+/// Whether `scenario` (or self-test) runs for `spec`: the self-tests run on
+/// a model's image, a set's image runs the multi-model scenario only.
+fn runs(spec: &ModelSpec, scenario: &str) -> bool {
+    if SELF_TESTS.contains(&scenario) {
+        spec.set.is_none()
+    } else {
+        runs_for(spec, scenario)
+    }
+}
+
 /// One board and model's image, and each scenario's outcome on it.
 type Measured = (Option<Image>, Vec<(String, Result<Measurement, RunError>)>);
 
@@ -243,11 +258,7 @@ struct Setup<'a> {
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
     // A set runs the multi-model scenario, a model the others.
-    let selected: Vec<&String> = options
-        .scenarios
-        .iter()
-        .filter(|s| if SELF_TESTS.contains(&s.as_str()) { spec.set.is_none() } else { runs_for(spec, s) })
-        .collect();
+    let selected: Vec<&String> = options.scenarios.iter().filter(|s| runs(spec, s)).collect();
     if selected.is_empty() {
         return (None, Vec::new());
     }
