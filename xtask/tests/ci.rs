@@ -114,3 +114,48 @@ fn board_jobs_run_one_per_board_from_the_real_matrix_and_never_for_a_fork() {
     let triggers: Vec<_> = hil["on"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap()).collect();
     assert_eq!(triggers, ["push", "pull_request"], "a new trigger needs its own fork guard");
 }
+
+/// The approval workflow refuses a fork's pull request on both of its paths
+/// (the label, and the manual run with a number) before any other job, and
+/// every later job checks out the pull request's head commit by its SHA; the
+/// baseline commit is pushed only if the pull request still points there.
+#[test]
+fn approval_refuses_forks_on_every_path_and_checks_out_the_head_by_sha() {
+    let wf = workflow("approve-baselines.yml");
+    let triggers: Vec<_> = wf["on"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(triggers, ["pull_request", "workflow_dispatch"], "a new trigger needs its own fork guard");
+    let jobs = wf["jobs"].as_mapping().unwrap();
+    let steps = |job: &yaml_serde::Value| job["steps"].as_sequence().unwrap().clone();
+    let pr = steps(&wf["jobs"]["boards"]).into_iter().find(|s| s["id"] == "pr").expect("the `pr` step");
+    assert!(pr["if"].is_null(), "the fork check runs on every path");
+    let check = pr["run"].as_str().unwrap();
+    assert!(check.contains("--json isCrossRepository"), "{check}");
+    assert!(check.contains("if [ \"$fork\" != \"false\" ]; then") && check.contains("exit 1"), "{check}");
+    assert!(check.contains("sha=$(gh pr view \"$PR\"") && check.contains("--jq .headRefOid"), "{check}");
+    for (id, job) in jobs.iter().filter(|(id, _)| *id != "boards") {
+        let id = id.as_str().unwrap();
+        let needs: Vec<&str> = match &job["needs"] {
+            yaml_serde::Value::String(one) => vec![one.as_str()],
+            many => many.as_sequence().unwrap().iter().map(|n| n.as_str().unwrap()).collect(),
+        };
+        assert!(needs.contains(&"boards"), "{id} must wait for the fork check");
+        for step in steps(job).iter().filter(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/checkout")))
+        {
+            assert_eq!(step["with"]["ref"], "${{ needs.boards.outputs.sha }}", "{id} checks out the head by SHA");
+        }
+    }
+    let approve = steps(&wf["jobs"]["approve"])
+        .into_iter()
+        .find(|s| s["run"].as_str().is_some_and(|r| r.contains("git push")))
+        .unwrap();
+    let run = approve["run"].as_str().unwrap();
+    let verified = run.find("--jq .headRefOid").expect("the head is checked before the push");
+    assert!(verified < run.find("git push").unwrap() && run.contains("if [ \"$head\" != \"$SHA\" ]; then"), "{run}");
+    assert!(run.contains("git push origin \"HEAD:refs/heads/$BRANCH\""), "{run}");
+    for job in jobs.values() {
+        for step in steps(job) {
+            let script = step["run"].as_str().unwrap_or("");
+            assert!(!script.contains("${{"), "inputs reach scripts through env, not pasted in: {script}");
+        }
+    }
+}
