@@ -1,8 +1,33 @@
-//! File writes that never leave a half-written file behind.
+//! File writes that never leave a half-written file behind, and the lock
+//! files that keep two runs off one thing (a probe, an output directory).
 
 use std::fs;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A lock file held for as long as the value lives (the operating system
+/// releases it when the process ends, however it ends).
+#[derive(Debug)]
+pub struct Lock {
+    _file: fs::File,
+    pub path: PathBuf,
+}
+
+impl Lock {
+    /// Takes the lock at `path` without waiting: `None` when another process
+    /// holds it.
+    pub fn try_take(path: &Path) -> io::Result<Option<Lock>> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let file = fs::File::create(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Lock { _file: file, path: path.to_owned() })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
 
 /// Fills a temporary file next to `path` with `fill` and renames it into
 /// place, so readers see the old file or the new one, never a mix; on failure

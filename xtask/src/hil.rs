@@ -120,10 +120,22 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let policy = Policy::load(&baselines_dir)?;
 
+    // One run at a time writes into an output directory; others may run
+    // beside it with their own --out.
+    let out = args.out.unwrap_or_else(|| ws.results_dir());
+    let lock = out.join(".hilmem.lock");
+    let _lock = fsutil::Lock::try_take(&lock)
+        .with_context(|| format!("cannot take the lock {}", lock.display()))?
+        .with_context(|| {
+            format!(
+                "another hilmem run is writing into {} (lock {}); wait for it, or give this run its own --out",
+                out.display(),
+                lock.display()
+            )
+        })?;
     let results = run::run(&ws, &options, &show_progress)?;
     let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
-    let out = args.out.unwrap_or_else(|| ws.results_dir());
     let written = || -> std::io::Result<()> {
         results.save(&out)?;
         let comparison_json = serde_json::to_string_pretty(&comparison).expect("comparison serializes");

@@ -306,6 +306,20 @@ fn a_scenario_nothing_runs_is_exit_2() {
     assert!(!dir.path().join("results.json").exists());
 }
 
+/// Two runs never write into one output directory at once: while another
+/// holds its lock, a run with the same --out is refused (exit 2) before it
+/// builds or writes anything; with its own --out it would proceed.
+#[test]
+fn a_run_into_an_output_directory_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = harness::fsutil::Lock::try_take(&dir.path().join(".hilmem.lock")).unwrap().unwrap();
+    let out = xtask(&["hil", "--model", "hello_world", "--no-build", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("another hilmem run is writing into"), "{}", text(&out));
+    assert!(!dir.path().join("results.json").exists());
+    drop(held);
+}
+
 /// A TFLM that is not there, or a checkout without its third-party
 /// downloads, stops the run before anything is built: exit 2, naming where
 /// the choice came from and what to do.

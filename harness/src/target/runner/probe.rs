@@ -6,7 +6,6 @@
 //! [`ProbeLock`], and [`map_open_error`] / [`map_attach_error`].
 
 use std::fmt;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,6 +15,7 @@ use probe_rs::rtt::{Rtt, ScanRegion};
 use probe_rs::semihosting::SemihostingCommand;
 use probe_rs::{BreakpointCause, CoreStatus, HaltReason, Permissions, Session};
 
+use crate::fsutil::Lock;
 use crate::spec::hardware::{BadSelector, Selector};
 
 use super::lines::LineBuffer;
@@ -111,23 +111,20 @@ pub fn select<'a>(probes: &'a [ProbeSummary], wanted: Option<&Selector>) -> Resu
 /// An exclusive lock on one probe, held while a run uses it, so two hilmem
 /// runs (two CI jobs on one runner, say) never share a board.
 #[derive(Debug)]
-pub struct ProbeLock {
-    _file: File,
-    pub path: PathBuf,
-}
+pub struct ProbeLock(pub Lock);
 
 impl ProbeLock {
     /// Takes the lock for `probe` in `dir` without waiting.
     pub fn take(dir: &Path, probe: &ProbeSummary) -> Result<ProbeLock, ProbeError> {
         let name = probe.selector().to_string().replace(|c: char| !c.is_ascii_alphanumeric(), "-");
         let path = dir.join(format!("hilmem-probe-{name}.lock"));
-        let file = File::create(&path).map_err(|e| ProbeError::Open {
-            probe: probe.to_string(),
-            why: format!("cannot create the lock {}: {e}", path.display()),
-        })?;
-        match file.try_lock() {
-            Ok(()) => Ok(ProbeLock { _file: file, path }),
-            Err(_) => Err(ProbeError::Busy { probe: probe.to_string(), lock: path }),
+        match Lock::try_take(&path) {
+            Ok(Some(lock)) => Ok(ProbeLock(lock)),
+            Ok(None) => Err(ProbeError::Busy { probe: probe.to_string(), lock: path }),
+            Err(e) => Err(ProbeError::Open {
+                probe: probe.to_string(),
+                why: format!("cannot create the lock {}: {e}", path.display()),
+            }),
         }
     }
 
@@ -333,7 +330,7 @@ mod tests {
         let p = probe(0x0483, 0x374e, "AAA");
         let held = ProbeLock::take(dir.path(), &p).unwrap();
         let err = ProbeLock::take(dir.path(), &p).unwrap_err();
-        assert!(matches!(&err, ProbeError::Busy { lock, .. } if *lock == held.path), "{err}");
+        assert!(matches!(&err, ProbeError::Busy { lock, .. } if *lock == held.0.path), "{err}");
         // Another board of the same kind is free.
         ProbeLock::take(dir.path(), &probe(0x0483, 0x374e, "BBB")).unwrap();
         drop(held);
