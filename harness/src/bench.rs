@@ -119,17 +119,23 @@ pub fn run(
 fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result<Duration, BenchError> {
     let fail = |why: String| BenchError::Bare { elf: elf.display().to_string(), why };
     let started = Instant::now();
-    let mut child = Command::new(QEMU)
+    // Started as the harness starts its emulators, so both sides pay the same.
+    let mut command = Command::new(QEMU);
+    command
         .args(qemu_args(board, elf))
         .args(STDIO_UART)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| fail(e.to_string()))?;
+        .stderr(Stdio::null());
+    crate::children::guard(&mut command);
+    let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
+    crate::children::started(child.id(), QEMU);
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(command_line).map_err(|e| fail(e.to_string()))?;
-    let status = child.wait().map_err(|e| fail(e.to_string()))?;
+    let written = stdin.write_all(command_line);
+    let status = child.wait();
+    crate::children::reaped(child.id());
+    written.map_err(|e| fail(e.to_string()))?;
+    let status = status.map_err(|e| fail(e.to_string()))?;
     drop(stdin);
     let took = started.elapsed();
     if !status.success() {

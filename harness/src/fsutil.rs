@@ -5,6 +5,14 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+/// Held while a command writes a set of outputs (results, comparison,
+/// reports, pending baselines): a cancelled run takes it before it exits, so
+/// it never ends with half of a set written.
+pub fn writing() -> std::sync::MutexGuard<'static, ()> {
+    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    WRITING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A lock file held for as long as the value lives (the operating system
 /// releases it when the process ends, however it ends).
 #[derive(Debug)]

@@ -15,11 +15,13 @@
 //! 5. [`verdict`]: records against the approved baselines in git.
 //! 6. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
 //!
-//! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`] and
-//! [`gitrepo`] are helpers any folder may use (and that use none of them); [`doctor`]
+//! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`],
+//! [`children`] and [`gitrepo`] are helpers any folder may use (and that
+//! use none of them); [`doctor`]
 //! (the machine's tools) and [`bench`] (what hilmem costs) use the folders.
 
 pub mod bench;
+pub mod children;
 pub mod doctor;
 pub mod fsutil;
 pub mod fuzz;

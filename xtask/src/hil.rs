@@ -13,7 +13,7 @@ use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
 use harness::{doctor, fsutil, report, Workspace};
 
-use crate::exit;
+use crate::{cancel, exit};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -133,9 +133,12 @@ pub fn run(args: Args) -> Result<i32> {
                 lock.display()
             )
         })?;
+    cancel::install();
     let results = run::run(&ws, &options, &show_progress)?;
     let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
+    // The outputs as one set: a cancellation waits for it to be complete.
+    let writing = fsutil::writing();
     let written = || -> std::io::Result<()> {
         results.save(&out)?;
         let comparison_json = serde_json::to_string_pretty(&comparison).expect("comparison serializes");
@@ -150,6 +153,7 @@ pub fn run(args: Args) -> Result<i32> {
         eprintln!("report: {}", shown(&ws, &page));
     }
     let pending = approval::write_pending(&results, &comparison, &out)?;
+    drop(writing);
     eprintln!(
         "compared {} figures and wrote the reports in {:.1} ms",
         comparison.rows.len(),

@@ -5,6 +5,7 @@ mod analyze;
 mod baseline;
 mod bench;
 mod boards;
+mod cancel;
 mod ci;
 mod doctor;
 mod exit;

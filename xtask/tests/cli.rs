@@ -366,3 +366,98 @@ fn a_wrong_tflm_is_exit_2_before_anything_is_built() {
     );
     assert!(!out_dir.join("results.json").exists(), "nothing was run");
 }
+
+/// The processes whose parent is `pid`, with their names, read from /proc
+/// (a zombie, dead but not yet reaped, does not count).
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        if fields[0] != "Z" && fields[1].parse() == Ok(pid) {
+            found.push((child, stat[open + 1..close].to_owned()));
+        }
+    }
+    found
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rfind(')').is_some_and(|close| !stat[close + 2..].starts_with('Z')))
+}
+
+/// A cancelled or killed run, on QEMU and on the host board: SIGTERM and
+/// SIGINT end `hil` with 143 and 130 and one line naming what was stopped,
+/// SIGKILL leaves it to the parent-death signal; either way the target the
+/// run started is gone 2 seconds later, the output directory still holds
+/// the previous complete results, and `baselines/` is untouched.
+#[test]
+fn a_cancelled_or_killed_run_leaves_no_process_and_the_previous_results() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let baselines = || {
+        let out = Command::new("git").args(["status", "--porcelain", "baselines"]).current_dir(&root).output();
+        String::from_utf8_lossy(&out.unwrap().stdout).into_owned()
+    };
+    let before = baselines();
+    for board in ["qemu-m7", "host"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().to_str().unwrap();
+        // A complete run first: it builds the image and leaves results.
+        let complete = xtask(&[
+            "hil",
+            "--board",
+            board,
+            "--model",
+            "person_detection",
+            "--scenario",
+            "single-frame",
+            "--out",
+            out_dir,
+        ]);
+        assert!(complete.status.code().is_some_and(|c| c <= 1), "{}", text(&complete));
+        let previous = std::fs::read(dir.path().join("results.json")).unwrap();
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGKILL] {
+            let run = Command::new(env!("CARGO_BIN_EXE_xtask"))
+                .args(["hil", "--board", board, "--model", "person_detection", "--scenario", "stream"])
+                .args(["--frames", "100000", "--no-build", "--out", out_dir])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = run.id();
+            let started = std::time::Instant::now();
+            // The target, among what else the run starts (rustc, git).
+            let program = if board == "host" { "person_detectio" } else { "qemu-system-arm" };
+            let target = loop {
+                if let Some(child) = children_of(pid).into_iter().find(|(_, name)| name == program) {
+                    break child;
+                }
+                assert!(started.elapsed().as_secs() < 60, "{board}: no target started");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            };
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // SAFETY: a signal to the child this test started.
+            unsafe { libc::kill(pid as libc::pid_t, signal) };
+            let output = run.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            match signal {
+                libc::SIGKILL => assert_eq!(output.status.code(), None, "{board}: {stderr}"),
+                _ => {
+                    let (status, name) = if signal == libc::SIGTERM { (143, "SIGTERM") } else { (130, "SIGINT") };
+                    assert_eq!(output.status.code(), Some(status), "{board}: {stderr}");
+                    let line = stderr.lines().last().unwrap_or("");
+                    let named = line.starts_with(&format!("cancelled by {name}: stopped "))
+                        && line.contains(&format!("(pid {})", target.0));
+                    assert!(named, "{board}: {line} (target {target:?})");
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            assert!(!alive(target.0), "{board}, signal {signal}: {} (pid {}) outlived the run", target.1, target.0);
+            assert_eq!(std::fs::read(dir.path().join("results.json")).unwrap(), previous, "{board}, signal {signal}");
+        }
+    }
+    assert_eq!(baselines(), before, "a run never writes baselines/");
+}

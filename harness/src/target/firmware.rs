@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::children;
 use crate::fsutil::{copy_atomic, write_if_changed};
 use crate::model::analysis::Sharing;
 use crate::model::planner::Planner;
@@ -412,16 +413,23 @@ pub fn built(ws: &Workspace, board: &Board, model: &Model, runtime: &Runtime, va
 /// Runs cargo, passing each line of its output to `progress`; on failure the
 /// error carries the last lines.
 fn run_cargo(mut command: Command, progress: &mut dyn FnMut(&str)) -> std::io::Result<Result<(), String>> {
+    children::guard(&mut command);
     let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    children::started(child.id(), "cargo");
     let mut tail = std::collections::VecDeque::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line?;
-        progress(line.trim());
+    // Read to the end (a line that is not UTF-8 is shown lossily), then reap.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = Vec::new();
+    while stderr.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+        progress(text.trim());
         if tail.len() == LOG_TAIL {
             tail.pop_front();
         }
-        tail.push_back(line);
+        tail.push_back(text);
+        line.clear();
     }
-    let status = child.wait()?;
-    Ok(if status.success() { Ok(()) } else { Err(Vec::from(tail).join("\n")) })
+    let status = child.wait();
+    children::reaped(child.id());
+    Ok(if status?.success() { Ok(()) } else { Err(Vec::from(tail).join("\n")) })
 }

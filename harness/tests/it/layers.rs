@@ -11,7 +11,7 @@ use crate::support::ws;
 /// The folders of `harness/src`, lowest first.
 const LAYERS: [&str; 6] = ["model", "spec", "target", "run", "verdict", "report"];
 /// Files at the root that any folder may use and that use no folder.
-const HELPERS: [&str; 5] = ["workspace", "strict_toml", "fsutil", "fuzz", "gitrepo"];
+const HELPERS: [&str; 6] = ["workspace", "strict_toml", "fsutil", "fuzz", "children", "gitrepo"];
 /// Files at the root that use the folders and that no folder uses.
 const TOOLS: [&str; 2] = ["doctor", "bench"];
 

@@ -9,8 +9,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::{Ending, Next, RunnerError, Target};
+use crate::children;
 
 /// A started program: its exit status once known, and its standard error.
+/// It is started guarded ([`children::guard`]) and registered until reaped.
 pub struct Process {
     child: std::process::Child,
     ended: Option<Ending>,
@@ -21,12 +23,14 @@ impl Process {
     /// Starts `command` with all three standard streams piped.
     pub fn spawn(mut command: Command, program: &str, hint: &'static str) -> Result<Process, RunnerError> {
         use std::process::Stdio;
+        children::guard(&mut command);
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| RunnerError::Spawn { program: program.to_owned(), source, hint })?;
+        children::started(child.id(), program);
         let mut pipe = child.stderr.take().unwrap();
         let stderr = std::thread::spawn(move || {
             let mut text = String::new();
@@ -51,6 +55,9 @@ impl Process {
                 .try_wait()
                 .map_err(|source| RunnerError::Io { what: "cannot wait for the target process".into(), source })?;
             self.ended = status.map(|s| s.code().map_or_else(|| Ending::Died(s.to_string()), Ending::Exited));
+            if self.ended.is_some() {
+                children::reaped(self.child.id());
+            }
         }
         Ok(self.ended.clone())
     }
@@ -60,6 +67,7 @@ impl Process {
         if self.ended.is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
+            children::reaped(self.child.id());
         }
     }
 
