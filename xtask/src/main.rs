@@ -55,6 +55,10 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if let Err(err) = check_checkout() {
+        eprintln!("error: {err:#}");
+        std::process::exit(exit::ERROR);
+    }
     let result = match cli.command {
         Command::Hil(args) => hil::run(args),
         Command::Analyze(args) => analyze::run(args),
@@ -74,4 +78,29 @@ fn main() {
         exit::ERROR
     });
     std::process::exit(code);
+}
+
+/// Refuses to run for another checkout than the one this binary was built
+/// from. `cargo xtask` says which checkout it runs the binary for (in
+/// `CARGO_MANIFEST_DIR`); two checkouts sharing one cargo target directory
+/// (a global `CARGO_TARGET_DIR`, or worktrees of one repository) could
+/// otherwise run each other's binary, which would read and write the other
+/// checkout's models, baselines and results.
+fn check_checkout() -> anyhow::Result<()> {
+    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(run_for) = std::env::var_os("CARGO_MANIFEST_DIR") else { return Ok(()) };
+    let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(built, std::path::Path::new(&run_for)) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "this xtask binary was built from the checkout at {} but runs for the one at {} \
+         (two checkouts sharing one cargo target directory?); give each checkout its own \
+         CARGO_TARGET_DIR, or build again here with `cargo build -p xtask`",
+        built.parent().unwrap_or(built).display(),
+        std::path::Path::new(&run_for).parent().unwrap_or(std::path::Path::new(&run_for)).display()
+    )
 }

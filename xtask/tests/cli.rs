@@ -461,3 +461,23 @@ fn a_cancelled_or_killed_run_leaves_no_process_and_the_previous_results() {
     }
     assert_eq!(baselines(), before, "a run never writes baselines/");
 }
+
+/// A binary built from one checkout refuses to act for another (what a
+/// shared cargo target directory would make `cargo xtask` do), naming both,
+/// before it reads or writes anything.
+#[test]
+fn a_binary_from_another_checkout_refuses_to_run() {
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir(other.path().join("xtask")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["hil", "--out", other.path().join("out").to_str().unwrap()])
+        .env("CARGO_MANIFEST_DIR", other.path().join("xtask"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().display().to_string();
+    let message = text(&out);
+    assert!(message.contains("this xtask binary was built from the checkout at"), "{message}");
+    assert!(message.contains(&here) && message.contains(&other.path().display().to_string()), "{message}");
+    assert!(!other.path().join("out").exists());
+}
