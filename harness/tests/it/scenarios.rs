@@ -63,6 +63,24 @@ fn all_four_scenarios_run_and_show_what_they_must() {
     assert_eq!(accepted.metrics[metric::ARENA_USED_BYTES], 1472, "hello_world now runs in the arena");
 }
 
+/// A soak: hello_world's stream for 100,000 frames on QEMU. The pool does
+/// not grow over the run, every frame buffer went round its lifecycle (the
+/// firmware checks at every step that none is stuck), and every frame ran.
+#[test]
+fn a_100000_frame_stream_does_not_grow() {
+    let mut options = Options::new(&ws(), vec![default_board().name]);
+    options.models = vec!["hello_world".into()];
+    options.scenarios = vec![STREAM.into()];
+    options.frames = 100_000;
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    let stream = record(&results.records, "hello_world", STREAM);
+    assert!(stream.passed(), "{:?}", stream.checks);
+    assert_eq!(stream.metrics[metric::FRAMES], 100_000);
+    assert_eq!(stream.metrics[metric::HEAP_GROWTH_BYTES], 0);
+    assert_eq!(stream.metrics["lifecycle_transitions"], 5 * 100_000 - 1);
+}
+
 #[test]
 fn a_buffer_leaked_every_frame_fails_the_stream() {
     let board = default_board();
