@@ -8,6 +8,7 @@ use harness::run::{self, Event, Options};
 use harness::spec::board;
 use harness::spec::hardware::Selector;
 use harness::target::firmware::Variant;
+use harness::target::runner::noise::Noise;
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
@@ -74,6 +75,24 @@ pub struct Args {
     /// file, else the bundled 2020 archive].
     #[arg(long)]
     tflm: Option<String>,
+    /// Run again, up to this many times, a run that failed on the way from
+    /// the target (a corrupt frame, frames lost, a board that reset); a
+    /// failed check is never run again.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// For testing how runs survive a noisy link: damage each byte the
+    /// firmware sends with this probability (0.001 is 0.1%), dropping,
+    /// flipping or doubling it.
+    #[arg(long, value_parser = noise_rate)]
+    link_noise: Option<u32>,
+}
+
+/// A probability from 0 to 1, in parts per million.
+fn noise_rate(text: &str) -> Result<u32, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok((rate * 1e6).round() as u32),
+        _ => Err(format!("`{text}`: give a probability from 0 to 1, such as 0.001")),
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -113,6 +132,8 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(probe) = &args.probe {
         options.run.probe = Some(Selector::parse(probe)?);
     }
+    options.retries = args.retries;
+    options.run.noise = args.link_noise.map(|per_million| Noise { per_million, seed: 1 });
     let baselines_dir = args.baselines.unwrap_or_else(|| ws.baselines_dir());
     let source = match resolve_against(&ws, args.against)? {
         Some(rev) => Source::Revision { dir: baselines_dir.clone(), rev },

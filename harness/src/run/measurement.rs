@@ -81,7 +81,17 @@ pub mod metric {
     ];
 
     /// The figures every firmware run must report.
-    pub const FROM_FIRMWARE: [&str; 4] = [ARENA_USED_BYTES, ARENA_TOUCHED_BYTES, HEAP_PEAK_BYTES, STACK_PEAK_BYTES];
+    pub const FROM_FIRMWARE: [&str; 9] = [
+        ARENA_USED_BYTES,
+        ARENA_TOUCHED_BYTES,
+        HEAP_PEAK_BYTES,
+        STACK_PEAK_BYTES,
+        POOL_INPUT_FRAME_PEAK_BYTES,
+        POOL_PREPROCESS_PEAK_BYTES,
+        POOL_POSTPROCESS_PEAK_BYTES,
+        POOL_LOG_PEAK_BYTES,
+        OTA_STAGING_PEAK_BYTES,
+    ];
 
     /// The figures a scenario must report besides [`FROM_FIRMWARE`] (and,
     /// in the multi-model scenario, [`of_resident`] for each model).
@@ -250,7 +260,7 @@ pub fn checks(model: &ModelSpec, scenario: &str, session: &Session) -> Vec<Check
         CONCURRENT_OTA => {
             let accepted = session.metrics.get(metric::OTA_ACCEPTED) == Some(&1);
             let expected = model.ota.expect == OtaOutcome::Accepted;
-            let said = session.notes.get("ota_gate").map_or("no decision reported", String::as_str);
+            let said = session.notes.get("ota_gate").map_or(NOT_REPORTED, String::as_str);
             checks.push(Check {
                 name: format!("update to `{}` {}", model.ota.model, if expected { "accepted" } else { "rejected" }),
                 passed: accepted == expected && session.notes.contains_key("ota_gate"),
@@ -266,12 +276,16 @@ pub fn checks(model: &ModelSpec, scenario: &str, session: &Session) -> Vec<Check
     checks
 }
 
+/// The detail of a check whose answer or decision the firmware never
+/// reported (when it still finished, the link lost it).
+pub const NOT_REPORTED: &str = "the firmware did not report it";
+
 /// Compares the answer reported as `reported` with what `input` expects.
 fn output_check(reported: &str, input: &InputSpec, outputs: &[Output]) -> Option<Check> {
     let expect = input.expect?;
     let name = format!("output for {reported}");
     let Some(out) = outputs.iter().find(|o| o.input == reported) else {
-        return Some(Check { name, passed: false, detail: "the firmware reported no output".into() });
+        return Some(Check { name, passed: false, detail: NOT_REPORTED.into() });
     };
     Some(match expect {
         Expect::Class(class) => {
@@ -352,7 +366,7 @@ mod tests {
         assert!(!checks[1].passed);
 
         let checks = super::checks(&m, SINGLE_FRAME, &session(&[], &[], &[]));
-        assert!(checks.iter().all(|c| !c.passed && c.detail.contains("no output")));
+        assert!(checks.iter().all(|c| !c.passed && c.detail == NOT_REPORTED));
     }
 
     #[test]

@@ -75,7 +75,13 @@ pub struct Options {
     /// `--tflm`: the TFLM to build against (a path, or `bundled`), over
     /// `HILMEM_TFLM_DIR` and the models file's `[tflm] path`.
     pub tflm: Option<String>,
+    /// Runs that failed on the way from the target (a corrupt frame, frames
+    /// lost, a board that reset) are run again up to this many times.
+    pub retries: u32,
 }
+
+/// The note of a record that took more than one try.
+pub const TRIES: &str = "tries";
 
 impl Options {
     /// All models of `hil.toml` and all scenarios on `boards`, building first,
@@ -94,6 +100,7 @@ impl Options {
             variant: Variant::Standard,
             arena_auto: false,
             tflm: None,
+            retries: 0,
         }
     }
 }
@@ -294,14 +301,38 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     };
     let name = &spec.name;
     let timeout = options.timeout.unwrap_or(board.timeout);
-    let run = |firmware: &Firmware, sizes: ImageSizes, scenario: &str| {
-        execute(board, spec, firmware, scenario, options.frames, timeout, &options.run)
+    // Each try of a run over a noisy link meets other noise.
+    let run_try = |firmware: &Firmware, sizes: ImageSizes, scenario: &str, try_number: u64| {
+        let mut run_options = options.run.clone();
+        if let Some(noise) = &mut run_options.noise {
+            noise.seed = noise.seed.wrapping_add(try_number);
+        }
+        execute(board, spec, firmware, scenario, options.frames, timeout, &run_options)
             .and_then(|run| Ok((record(board, &model, firmware, sizes, scenario, &run)?, run)))
     };
+    let run = |firmware: &Firmware, sizes: ImageSizes, scenario: &str| run_try(firmware, sizes, scenario, 0);
     let runs = scenarios
         .map(|scenario| {
             progress(Event::Running { board: &board.name, model: name, scenario });
+            // A run that failed on the way from the target is run again, up
+            // to --retries times, and its record says so.
             let mut outcome = run(&firmware, sizes, scenario).map(|(record, _)| record);
+            let mut lost = Vec::new();
+            while let Err(e) = &outcome {
+                if !e.is_transport() || lost.len() >= options.retries as usize {
+                    break;
+                }
+                lost.push(e.to_string().lines().next().unwrap_or_default().to_owned());
+                outcome = run_try(&firmware, sizes, scenario, lost.len() as u64).map(|(record, _)| record);
+            }
+            outcome = match (outcome, lost.len() + 1) {
+                (outcome, 1) => outcome,
+                (Ok(mut record), tries) => {
+                    record.notes.insert(TRIES.into(), format!("{tries} tries; retried after: {}", lost.join("; ")));
+                    Ok(record)
+                }
+                (Err(last), tries) => Err(RunError::Retried { tries, last: Box::new(last) }),
+            };
             if let (Some(image), SINGLE_FRAME, Ok(record)) = (recording.take(), scenario.as_str(), &mut outcome) {
                 let recorded = image
                     .and_then(|(firmware, sizes)| run(&firmware, sizes, scenario))

@@ -9,7 +9,8 @@ use hilmem_protocol::exit;
 use crate::model::analysis::{Analysis, SetAnalysis};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, RECORDED, SINGLE_FRAME,
+    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, NOT_REPORTED, RECORDED,
+    SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
@@ -40,12 +41,30 @@ pub enum RunError {
     Target { context: String, what: String, tail: String },
     #[error("{context}: corrupt frame on the wire ({error}): {line}")]
     Wire { context: String, line: String, error: String },
+    /// The firmware says it finished (exit status 0), but the harness did not
+    /// hear all of it: the link lost frames.
+    #[error("{context}: {what}, though the firmware finished: the link lost it\n{tail}")]
+    Link { context: String, what: String, tail: String },
     #[error("{context}: refusing to deploy {elf}: it was built as `{found}`, expected `{expected}`")]
     WrongImage { context: String, elf: PathBuf, found: String, expected: String },
     #[error("{context}: no image at {elf}; run without --no-build first")]
     NotBuilt { context: String, elf: PathBuf },
     #[error("{context}: no image to run: {error}")]
     Image { context: String, error: String },
+    /// The last of several tries, each failed on the way from the target.
+    #[error("{last} (after {tries} tries)")]
+    Retried { tries: usize, last: Box<RunError> },
+}
+
+impl RunError {
+    /// Whether the run failed on the way from the target rather than on it
+    /// (a corrupt or out-of-sequence frame, such as the second hello of a
+    /// board that reset; frames lost while the firmware finished; the link
+    /// itself failing): worth running again. A failed check is not an error
+    /// at all, so it is never run again.
+    pub fn is_transport(&self) -> bool {
+        matches!(self, RunError::Wire { .. } | RunError::Link { .. } | RunError::Runner(RunnerError::Io { .. }, _))
+    }
 }
 
 fn stage_meaning(stage: &str) -> &'static str {
@@ -88,6 +107,11 @@ pub fn record(
         }
     };
     let target = |what: String| RunError::Target { context: context.clone(), what, tail: tail() };
+    // What is missing when the firmware exited 0 was lost on the way.
+    let missing = |what: String| match run.ending {
+        Ending::Exited(exit::OK) => RunError::Link { context: context.clone(), what, tail: tail() },
+        _ => target(what),
+    };
 
     if let Some(bad) = session.corrupt.first() {
         return Err(RunError::Wire { context, line: bad.line.clone(), error: bad.error.to_string() });
@@ -118,7 +142,7 @@ pub fn record(
         return Err(RunError::Firmware { context, stage: f.stage.clone(), code: f.code, detail: f.detail.clone() });
     }
     let Some(hello) = &session.hello else {
-        return Err(target("the firmware never said hello (expected a Hello frame after boot)".into()));
+        return Err(missing("the firmware never said hello (expected a Hello frame after boot)".into()));
     };
     if hello.board != board.name || hello.model != spec.name {
         return Err(target(format!("the image is for board `{}`, model `{}`", hello.board, hello.model)));
@@ -130,7 +154,10 @@ pub fn record(
         )));
     }
     if session.done != Some(true) || run.ending != Ending::Exited(exit::OK) {
-        return Err(target(format!("the run did not finish cleanly (expected Done and exit 0, got {:?})", run.ending)));
+        return Err(missing(format!(
+            "the run did not finish cleanly (expected Done and exit 0, got {:?})",
+            run.ending
+        )));
     }
     let residents: Vec<String> = match &spec.set {
         Some(set) => set.models.iter().map(|m| metric::of_resident(&m.name)).collect(),
@@ -161,7 +188,7 @@ pub fn record(
         .chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
     for name in required.copied().chain(residents.iter().map(String::as_str)) {
         if !session.metrics.contains_key(name) {
-            return Err(target(format!("the firmware did not report `{name}`")));
+            return Err(missing(format!("the firmware did not report `{name}`")));
         }
     }
     // Everything the firmware reported (each a reportable figure, checked
@@ -210,13 +237,17 @@ pub fn record(
             }
         }
     }
+    let checks = checks(spec, scenario, session);
+    if let Some(check) = checks.iter().find(|c| c.detail == NOT_REPORTED) {
+        return Err(missing(format!("the firmware did not report the {}", check.name)));
+    }
     Ok(Measurement {
         board: board.name.clone(),
         model: spec.name.clone(),
         scenario: scenario.into(),
         metrics,
         notes,
-        checks: checks(spec, scenario, session),
+        checks,
         arena_prediction,
         tflm_breakdown: None,
     })

@@ -196,3 +196,44 @@ fn an_image_built_for_another_board_is_not_deployed() {
     );
     assert!(run.session.metrics.is_empty());
 }
+
+/// hello_world's single frame on QEMU behind a noisy link (each byte the
+/// firmware sends dropped, flipped or doubled). At 1% a run carries about
+/// 14 damaged bytes: every one of 8 runs fails on the way (a corrupt frame,
+/// or frames lost although the firmware finished), and none yields a
+/// figure. At 0.1%, with retries, every run finishes with exactly the clean
+/// run's figures and says how many tries it took.
+#[test]
+fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
+    use harness::run::{Options, TRIES};
+    use harness::target::runner::noise::Noise;
+    let mut options = Options::new(&ws(), vec![default_board().name]);
+    options.models = vec!["hello_world".into()];
+    options.scenarios = vec![SINGLE_FRAME.into()];
+    let clean = run::run(&ws(), &options, &|_| {}).unwrap().records.remove(0);
+    options.build = false;
+    options.timeout = Some(Duration::from_secs(10));
+    for seed in 1..=8 {
+        options.run.noise = Some(Noise { per_million: 10_000, seed });
+        let results = run::run(&ws(), &options, &|_| {}).unwrap();
+        assert!(results.records.is_empty(), "seed {seed}: a record over a 1% link: {:?}", results.records);
+        let error = &results.failed[0].error;
+        assert!(
+            error.contains("corrupt frame on the wire") || error.contains("the link lost it"),
+            "seed {seed}: {error}"
+        );
+    }
+    let mut tries = Vec::new();
+    for seed in 1..=4 {
+        options.run.noise = Some(Noise { per_million: 1_000, seed });
+        options.retries = 30;
+        let mut results = run::run(&ws(), &options, &|_| {}).unwrap();
+        assert!(results.failed.is_empty(), "seed {seed}: {:?}", results.failed);
+        let record = results.records.remove(0);
+        assert_eq!(record.metrics, clean.metrics, "seed {seed}");
+        assert!(record.passed(), "seed {seed}: {:?}", record.checks);
+        let took = record.notes.get(TRIES).map_or(1, |n| n.split(' ').next().unwrap().parse().unwrap());
+        tries.push(took);
+    }
+    eprintln!("tries at 0.1%: {tries:?}");
+}

@@ -8,6 +8,7 @@
 
 mod child;
 mod lines;
+pub mod noise;
 pub mod probe;
 mod pty;
 
@@ -92,10 +93,21 @@ pub trait Target {
 pub struct RunOptions {
     /// Debug probe to use, overriding the profile's.
     pub probe: Option<Selector>,
+    /// A noisy link between the target and the harness (for testing).
+    pub noise: Option<noise::Noise>,
 }
 
-/// Deploys `elf` on the board and starts it.
+/// Deploys `elf` on the board and starts it, behind a noisy link when the
+/// options ask for one.
 pub fn start(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<dyn Target>, RunnerError> {
+    let target = start_target(board, elf, options)?;
+    Ok(match options.noise {
+        Some(noise) => Box::new(noise::Noisy::new(target, noise)),
+        None => target,
+    })
+}
+
+fn start_target(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<dyn Target>, RunnerError> {
     match (&board.runner, &board.transport) {
         (Runner::Qemu { .. }, Transport::Pty) => Ok(Box::new(pty::QemuPty::start(&qemu_args(board, elf))?)),
         (Runner::Qemu { .. }, _) => {
@@ -155,6 +167,12 @@ pub fn drive(target: &mut dyn Target, scenario: &str, frames: u32, timeout: Dura
         match target.next(left.min(POLL)) {
             Ok(Next::Line(line)) => {
                 session.feed(&line);
+                // A corrupt frame never becomes a number, so the run cannot
+                // become a record: stop it at once.
+                if !session.corrupt.is_empty() {
+                    target.stop();
+                    break Ending::Died("stopped at a corrupt frame".into());
+                }
                 if session.hello.is_some() && !command_sent {
                     let mut command = Vec::new();
                     Frame::Run { scenario, frames }
