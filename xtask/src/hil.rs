@@ -80,6 +80,11 @@ pub struct Args {
     /// failed check is never run again.
     #[arg(long, default_value_t = 0)]
     retries: u32,
+    /// Run every scenario this many times from fresh boots: a figure that
+    /// varies is shown with its least and largest value, and fails on the
+    /// emulated boards, whose figures are deterministic.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// For testing how runs survive a noisy link: damage each byte the
     /// firmware sends with this probability (0.001 is 0.1%), dropping,
     /// flipping or doubling it.
@@ -133,6 +138,7 @@ pub fn run(args: Args) -> Result<i32> {
         options.run.probe = Some(Selector::parse(probe)?);
     }
     options.retries = args.retries;
+    options.repeat = args.repeat;
     options.run.noise = args.link_noise.map(|per_million| Noise { per_million, seed: 1 });
     let baselines_dir = args.baselines.unwrap_or_else(|| ws.baselines_dir());
     let source = match resolve_against(&ws, args.against)? {

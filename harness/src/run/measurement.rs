@@ -196,6 +196,50 @@ pub struct Measurement {
     /// On a current TFLM, in the single-frame scenario.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tflm_breakdown: Option<TflmBreakdown>,
+    /// With `--repeat`: each figure that varied between the runs, as its
+    /// least and largest value (the record keeps the largest).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spread: BTreeMap<String, (i64, i64)>,
+}
+
+/// The check of a repeated scenario on a board whose figures are
+/// deterministic.
+pub const REPEATS_EXACTLY: &str = "figures repeat exactly";
+
+impl Measurement {
+    /// Takes in another run of the same scenario: a figure that differs
+    /// widens its spread and keeps the larger value.
+    pub fn spread_with(&mut self, again: &Measurement) {
+        for (name, &value) in &again.metrics {
+            let Some(kept) = self.metrics.get_mut(name) else { continue };
+            if *kept != value || self.spread.contains_key(name) {
+                let (low, high) = self.spread.entry(name.clone()).or_insert((*kept, *kept));
+                (*low, *high) = ((*low).min(value), (*high).max(value));
+                *kept = (*kept).max(value);
+            }
+        }
+    }
+
+    /// After `repeat` runs: on a board whose figures are deterministic
+    /// (`exact`, the emulated ones), a check that fails on any spread; on
+    /// the others, a note with the spread for the policy to weigh.
+    pub fn judge_spread(&mut self, repeat: u32, exact: bool) {
+        if repeat < 2 {
+            return;
+        }
+        let spread: Vec<String> =
+            self.spread.iter().map(|(name, (low, high))| format!("{name} {low}..{high}")).collect();
+        let detail = if spread.is_empty() {
+            format!("every figure the same in {repeat} runs")
+        } else {
+            format!("varied in {repeat} runs: {}", spread.join(", "))
+        };
+        if exact {
+            self.checks.push(Check { name: REPEATS_EXACTLY.into(), passed: spread.is_empty(), detail });
+        } else {
+            self.notes.insert("spread".into(), detail);
+        }
+    }
 }
 
 /// TFLM's own account of the arena: what its recording allocator recorded
@@ -352,6 +396,40 @@ mod tests {
         assert!(p(10_000, 10_100).within_margin() && p(10_000, 9_900).within_margin());
         assert!(!p(10_000, 10_101).within_margin() && !p(10_000, 9_899).within_margin());
         assert_eq!(p(1472, 1480).difference(), 8);
+    }
+
+    /// Repeated runs: a figure that differs keeps its largest value and its
+    /// spread; on an emulated board any spread fails a check, elsewhere it is
+    /// a note; identical runs pass.
+    #[test]
+    fn a_figure_that_varies_between_repeats_is_kept_with_its_spread() {
+        let record = |stack: i64, rss: i64| Measurement {
+            board: "b".into(),
+            model: "m".into(),
+            scenario: SINGLE_FRAME.into(),
+            metrics: BTreeMap::from([("stack_peak_bytes".into(), stack), ("rss_peak_bytes".into(), rss)]),
+            notes: BTreeMap::new(),
+            checks: vec![],
+            arena_prediction: None,
+            tflm_breakdown: None,
+            spread: BTreeMap::new(),
+        };
+        let mut same = record(2048, 100);
+        same.spread_with(&record(2048, 100));
+        same.judge_spread(2, true);
+        assert!(same.spread.is_empty() && same.checks[0].passed, "{same:?}");
+        let mut varied = record(2048, 100);
+        varied.spread_with(&record(2064, 90));
+        varied.spread_with(&record(2048, 120));
+        assert_eq!(varied.metrics["stack_peak_bytes"], 2064);
+        assert_eq!(varied.metrics["rss_peak_bytes"], 120);
+        assert_eq!(varied.spread["rss_peak_bytes"], (90, 120));
+        let mut on_host = varied.clone();
+        varied.judge_spread(3, true);
+        assert_eq!(varied.checks[0].name, REPEATS_EXACTLY);
+        assert!(!varied.checks[0].passed && varied.checks[0].detail.contains("stack_peak_bytes 2048..2064"));
+        on_host.judge_spread(3, false);
+        assert!(on_host.checks.is_empty() && on_host.notes["spread"].contains("rss_peak_bytes 90..120"));
     }
 
     #[test]

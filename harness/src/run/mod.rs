@@ -78,6 +78,8 @@ pub struct Options {
     /// Runs that failed on the way from the target (a corrupt frame, frames
     /// lost, a board that reset) are run again up to this many times.
     pub retries: u32,
+    /// Each scenario runs this many times from fresh boots (at least once).
+    pub repeat: u32,
 }
 
 /// The note of a record that took more than one try.
@@ -101,6 +103,7 @@ impl Options {
             arena_auto: false,
             tflm: None,
             retries: 0,
+            repeat: 1,
         }
     }
 }
@@ -311,28 +314,44 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
             .and_then(|run| Ok((record(board, &model, firmware, sizes, scenario, &run)?, run)))
     };
     let run = |firmware: &Firmware, sizes: ImageSizes, scenario: &str| run_try(firmware, sizes, scenario, 0);
+    // A run that failed on the way from the target is run again, up to
+    // --retries times, and its record says so.
+    let attempt = |scenario: &str, repeat: u64| {
+        let first_try = repeat * (u64::from(options.retries) + 1);
+        let mut outcome = run_try(&firmware, sizes, scenario, first_try).map(|(record, _)| record);
+        let mut lost = Vec::new();
+        while let Err(e) = &outcome {
+            if !e.is_transport() || lost.len() >= options.retries as usize {
+                break;
+            }
+            lost.push(e.to_string().lines().next().unwrap_or_default().to_owned());
+            outcome = run_try(&firmware, sizes, scenario, first_try + lost.len() as u64).map(|(record, _)| record);
+        }
+        match (outcome, lost.len() + 1) {
+            (outcome, 1) => outcome,
+            (Ok(mut record), tries) => {
+                record.notes.insert(TRIES.into(), format!("{tries} tries; retried after: {}", lost.join("; ")));
+                Ok(record)
+            }
+            (Err(last), tries) => Err(RunError::Retried { tries, last: Box::new(last) }),
+        }
+    };
     let runs = scenarios
         .map(|scenario| {
             progress(Event::Running { board: &board.name, model: name, scenario });
-            // A run that failed on the way from the target is run again, up
-            // to --retries times, and its record says so.
-            let mut outcome = run(&firmware, sizes, scenario).map(|(record, _)| record);
-            let mut lost = Vec::new();
-            while let Err(e) = &outcome {
-                if !e.is_transport() || lost.len() >= options.retries as usize {
-                    break;
+            // --repeat: the scenario again from fresh boots, every figure
+            // kept with its spread.
+            let mut outcome = attempt(scenario, 0);
+            for repeat in 1..u64::from(options.repeat.max(1)) {
+                match (&mut outcome, attempt(scenario, repeat)) {
+                    (Ok(record), Ok(again)) => record.spread_with(&again),
+                    (Ok(_), Err(e)) => outcome = Err(e),
+                    (Err(_), _) => break,
                 }
-                lost.push(e.to_string().lines().next().unwrap_or_default().to_owned());
-                outcome = run_try(&firmware, sizes, scenario, lost.len() as u64).map(|(record, _)| record);
             }
-            outcome = match (outcome, lost.len() + 1) {
-                (outcome, 1) => outcome,
-                (Ok(mut record), tries) => {
-                    record.notes.insert(TRIES.into(), format!("{tries} tries; retried after: {}", lost.join("; ")));
-                    Ok(record)
-                }
-                (Err(last), tries) => Err(RunError::Retried { tries, last: Box::new(last) }),
-            };
+            if let Ok(record) = &mut outcome {
+                record.judge_spread(options.repeat, board.is_qemu());
+            }
             if let (Some(image), SINGLE_FRAME, Ok(record)) = (recording.take(), scenario.as_str(), &mut outcome) {
                 let recorded = image
                     .and_then(|(firmware, sizes)| run(&firmware, sizes, scenario))

@@ -250,6 +250,7 @@ pub fn record(
         checks,
         arena_prediction,
         tflm_breakdown: None,
+        spread: Default::default(),
     })
 }
 

@@ -174,6 +174,11 @@ impl Board {
         !matches!(self.runner, Runner::ProbeRs { .. })
     }
 
+    /// Whether an emulator runs it: its figures are deterministic.
+    pub fn is_qemu(&self) -> bool {
+        matches!(self.runner, Runner::Qemu { .. })
+    }
+
     /// The QEMU machine, for QEMU boards.
     pub fn qemu_machine(&self) -> Option<&'static QemuMachine> {
         match &self.runner {

@@ -288,6 +288,7 @@ mod tests {
             checks: vec![],
             arena_prediction: None,
             tflm_breakdown: None,
+            spread: Default::default(),
         };
         let results = Results {
             format: 1,

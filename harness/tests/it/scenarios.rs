@@ -81,6 +81,21 @@ fn a_100000_frame_stream_does_not_grow() {
     assert_eq!(stream.metrics["lifecycle_transitions"], 5 * 100_000 - 1);
 }
 
+/// `--repeat 3` on QEMU: three fresh boots of the single frame give the
+/// same figures, so there is no spread and the check passes.
+#[test]
+fn repeated_runs_on_qemu_show_no_spread() {
+    let mut options = Options::new(&ws(), vec![default_board().name]);
+    options.models = vec!["hello_world".into()];
+    options.scenarios = vec![SINGLE_FRAME.into()];
+    options.repeat = 3;
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    let single = record(&results.records, "hello_world", SINGLE_FRAME);
+    assert!(single.spread.is_empty(), "{:?}", single.spread);
+    assert!(check_passed(single, harness::run::measurement::REPEATS_EXACTLY), "{:?}", single.checks);
+}
+
 #[test]
 fn a_buffer_leaked_every_frame_fails_the_stream() {
     let board = default_board();

@@ -59,6 +59,7 @@ fn fixture() -> (Results, Comparison) {
                         .map(|(name, n)| ((*name).to_owned(), Recorded { used_bytes: 16 * n, requested_bytes: 12 * n, count: n }))
                         .collect(),
                 }),
+                spread: BTreeMap::new(),
             },
             Measurement {
                 board: "qemu-m7".into(),
@@ -69,6 +70,7 @@ fn fixture() -> (Results, Comparison) {
                 checks: vec![Check { name: "output for x-0".into(), passed: false, detail: "value 0.5000, expected 0 ± 0.1".into() }],
                 arena_prediction: None,
                 tflm_breakdown: None,
+                spread: BTreeMap::new(),
             },
         ],
         failed: vec![Failed {
