@@ -241,6 +241,9 @@ fn show_progress(event: Event) {
         Event::BuildOutput { board, line } if line.starts_with("Compiling") => eprintln!("{board}: {line}"),
         Event::BuildOutput { .. } => {}
         Event::Running { board, model, scenario } => eprintln!("{board}/{model}: running {scenario}"),
+        Event::StillRunning { board, model, scenario, elapsed } => {
+            eprintln!("{board}/{model}: {scenario} still running after {} s", elapsed.as_secs())
+        }
         Event::Finished { board, model, scenario, ok } => {
             eprintln!("{board}/{model}: {scenario} {}", if ok { "done" } else { "FAILED" })
         }

@@ -130,6 +130,13 @@ pub enum Event<'a> {
         model: &'a str,
         scenario: &'a str,
     },
+    /// A scenario still running, every 10 seconds.
+    StillRunning {
+        board: &'a str,
+        model: &'a str,
+        scenario: &'a str,
+        elapsed: Duration,
+    },
     Finished {
         board: &'a str,
         model: &'a str,
@@ -310,7 +317,9 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         if let Some(noise) = &mut run_options.noise {
             noise.seed = noise.seed.wrapping_add(try_number);
         }
-        execute(board, spec, firmware, scenario, options.frames, timeout, &run_options)
+        let still_running =
+            |elapsed| progress(Event::StillRunning { board: &board.name, model: &spec.name, scenario, elapsed });
+        execute(board, spec, firmware, scenario, options.frames, timeout, &run_options, &still_running)
             .and_then(|run| Ok((record(board, &model, firmware, sizes, scenario, &run)?, run)))
     };
     let run = |firmware: &Firmware, sizes: ImageSizes, scenario: &str| run_try(firmware, sizes, scenario, 0);
@@ -396,6 +405,7 @@ fn image(setup: &Setup, board: &Board, model: &Model, variant: Variant) -> Resul
 
 /// Checks that the image is the one for this board and model, then deploys
 /// it and runs one scenario.
+#[allow(clippy::too_many_arguments)]
 pub fn execute(
     board: &Board,
     model: &ModelSpec,
@@ -404,6 +414,7 @@ pub fn execute(
     frames: u32,
     timeout: Duration,
     options: &RunOptions,
+    still_running: &dyn Fn(Duration),
 ) -> Result<Run, RunError> {
     let context = context(board, model, scenario);
     let expected = firmware::identity(&board.name, &model.name, firmware.tflm_identity.as_deref());
@@ -412,5 +423,5 @@ pub fn execute(
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
     let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
-    runner::drive(target.as_mut(), scenario, frames, timeout).map_err(|e| RunError::Runner(e, context))
+    runner::drive(target.as_mut(), scenario, frames, timeout, still_running).map_err(|e| RunError::Runner(e, context))
 }

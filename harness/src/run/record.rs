@@ -129,7 +129,8 @@ pub fn record(
                 "a Done frame and the firmware's exit"
             };
             return Err(target(format!(
-                "no answer within {} s (expected {expected}); the target was stopped",
+                "no answer within {} s (expected {expected}); the target was stopped (a long run, such as a \
+                 soak of many --frames, needs a longer --timeout)",
                 limit.as_secs_f32()
             )));
         }

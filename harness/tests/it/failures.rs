@@ -180,14 +180,15 @@ fn an_image_built_for_another_board_is_not_deployed() {
     let m4 = board("qemu-m4");
     let model = model("hello_world");
     let (firmware, _) = build(&m7, &model);
-    let err = run::execute(&m4, &model.spec, &firmware, SINGLE_FRAME, 0, TIMEOUT, &RunOptions::default()).unwrap_err();
+    let err = run::execute(&m4, &model.spec, &firmware, SINGLE_FRAME, 0, TIMEOUT, &RunOptions::default(), &|_| {})
+        .unwrap_err();
     assert!(matches!(err, RunError::WrongImage { .. }), "{err}");
     assert!(err.to_string().contains("built as `hilmem board=qemu-m7 model=hello_world`"), "{err}");
 
     // Deployed anyway (straight through the runner), the firmware itself
     // sees the wrong CPU and refuses.
     let mut target = runner::start(&m4, &firmware.elf, &RunOptions::default()).unwrap();
-    let run = runner::drive(target.as_mut(), SINGLE_FRAME, 0, TIMEOUT).unwrap();
+    let run = runner::drive(target.as_mut(), SINGLE_FRAME, 0, TIMEOUT, &|_| {}).unwrap();
     let failure = run.session.failure.unwrap();
     assert_eq!(failure.stage, "board");
     assert!(

@@ -55,7 +55,7 @@ pub fn build_variant(board: &Board, model: &Model, variant: Variant) -> (Firmwar
 }
 
 pub fn run(board: &Board, model: &Model, firmware: &Firmware, scenario: &str, timeout: Duration) -> Run {
-    run::execute(board, &model.spec, firmware, scenario, DEFAULT_FRAMES, timeout, &RunOptions::default())
+    run::execute(board, &model.spec, firmware, scenario, DEFAULT_FRAMES, timeout, &RunOptions::default(), &|_| {})
         .unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -26,6 +26,8 @@ pub const QEMU: &str = "qemu-system-arm";
 
 /// Longest single wait for output before checking whether the target ended.
 const POLL: Duration = Duration::from_millis(50);
+/// How often a long run says it is still running.
+const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long a target may take to exit after closing its output.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -155,8 +157,15 @@ const QEMU_HINT: &str = "; install it with `cargo xtask doctor` (Debian/Ubuntu p
 /// Holds the conversation: waits for `Hello`, sends `Run` for `scenario`
 /// (with `frames` for the streaming scenarios), collects everything until the
 /// program ends or `timeout` passes (then the target is stopped).
-pub fn drive(target: &mut dyn Target, scenario: &str, frames: u32, timeout: Duration) -> Result<Run, RunnerError> {
+pub fn drive(
+    target: &mut dyn Target,
+    scenario: &str,
+    frames: u32,
+    timeout: Duration,
+    still_running: &dyn Fn(Duration),
+) -> Result<Run, RunnerError> {
     let started = Instant::now();
+    let mut told = Duration::ZERO;
     let mut session = Session::default();
     let mut command_sent = false;
     let ending = loop {
@@ -164,6 +173,10 @@ pub fn drive(target: &mut dyn Target, scenario: &str, frames: u32, timeout: Dura
             target.stop();
             break Ending::TimedOut(timeout);
         };
+        if started.elapsed() >= told + HEARTBEAT {
+            told += HEARTBEAT;
+            still_running(told);
+        }
         match target.next(left.min(POLL)) {
             Ok(Next::Line(line)) => {
                 session.feed(&line);
