@@ -1,12 +1,40 @@
-//! Every program a run starts (emulators, host programs, cargo), so that
-//! none outlives it: each leads a process group of its own, gets the
-//! parent-death signal, and is registered until it is reaped, so that a
-//! cancelled run can stop them all.
+//! Everything a run starts, so that none outlives it: every program
+//! (emulators, host programs, cargo) leads a process group of its own, gets
+//! the parent-death signal, and is registered until it is reaped; every
+//! target being driven (a program, or a core behind a debug probe) counts
+//! itself while it runs. A cancelled run asks the targets to stop (each
+//! stops its own: kills its program, or halts its core and releases the
+//! probe) and kills what programs remain.
 
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+static CANCELLED: AtomicBool = AtomicBool::new(false);
+static DRIVEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the run has been cancelled: a target being driven stops.
+pub fn cancelled() -> bool {
+    CANCELLED.load(Ordering::SeqCst)
+}
+
+/// Held while a target is driven.
+pub struct Driven(());
+
+impl Driven {
+    pub fn start() -> Driven {
+        DRIVEN.fetch_add(1, Ordering::SeqCst);
+        Driven(())
+    }
+}
+
+impl Drop for Driven {
+    fn drop(&mut self) {
+        DRIVEN.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// The programs started and not yet reaped: pid and name.
 static RUNNING: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
@@ -52,21 +80,26 @@ pub fn reaped(pid: u32) {
     RUNNING.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
 }
 
-/// Kills every registered program's process group and waits up to `wait`
-/// for their owners to reap them. Returns what was stopped (`name (pid N)`)
-/// and how many were still not reaped when the wait ended.
+/// Cancels the run: asks every driven target to stop and waits for them
+/// (up to `wait`), then kills every program still registered and waits for
+/// their owners to reap them. Returns what was running (`name (pid N)`) and
+/// how many programs and targets were still not done when the wait ended.
 pub fn stop_all(wait: Duration) -> (Vec<String>, usize) {
+    let deadline = Instant::now() + wait;
     let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    for &pid in running.keys() {
+    CANCELLED.store(true, Ordering::SeqCst);
+    while DRIVEN.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).keys() {
         // SAFETY: a plain system call; the group is the child's own.
         #[cfg(target_os = "linux")]
         unsafe {
             libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
         }
     }
-    let deadline = Instant::now() + wait;
     let left = loop {
-        let left = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let left = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).len() + DRIVEN.load(Ordering::SeqCst);
         if left == 0 || Instant::now() >= deadline {
             break left;
         }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use hilmem_protocol::Frame;
 
+use crate::children;
 use crate::spec::board::{Board, Runner, Transport};
 use crate::spec::hardware::Selector;
 use crate::target::session::Session;
@@ -41,6 +42,8 @@ pub enum RunnerError {
     Pty(String),
     #[error(transparent)]
     Probe(#[from] probe::ProbeError),
+    #[error("the run was cancelled; the target was stopped")]
+    Cancelled,
 }
 
 /// How a run ended.
@@ -166,9 +169,14 @@ pub fn drive(
 ) -> Result<Run, RunnerError> {
     let started = Instant::now();
     let mut told = Duration::ZERO;
+    let _driven = children::Driven::start();
     let mut session = Session::default();
     let mut command_sent = false;
     let ending = loop {
+        if children::cancelled() {
+            target.stop();
+            return Err(RunnerError::Cancelled);
+        }
         let Some(left) = timeout.checked_sub(started.elapsed()) else {
             target.stop();
             break Ending::TimedOut(timeout);
