@@ -489,6 +489,48 @@ mod tests {
         );
     }
 
+    /// What is missing from a run whose firmware finished (exit 0) was lost
+    /// on the link: a figure, an answer or the Done; such a run is
+    /// worth running again, and so is a corrupt frame. The same gaps with
+    /// another ending, a wrong answer, or a firmware failure are not.
+    #[test]
+    fn frames_lost_while_the_firmware_finished_are_the_links_fault() {
+        let (board, model, firmware, sizes) = setup();
+        let error = |frames: &[Frame], ending: Ending| {
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(frames, ending)).unwrap_err()
+        };
+        let without = |i: usize| {
+            let mut frames = clean();
+            frames.remove(i);
+            frames
+        };
+        let ok = Ending::Exited(exit::OK);
+        let outputs = clean().iter().position(|f| matches!(f, Frame::Output { .. })).unwrap();
+        // A lost hello makes what follows out of sequence: a wire error.
+        assert!(matches!(error(&without(0), ok.clone()), RunError::Wire { .. }));
+        for (i, what) in [(1, "did not report `"), (outputs, "did not report the output for")] {
+            let e = error(&without(i), ok.clone());
+            assert!(matches!(e, RunError::Link { .. }) && e.is_transport(), "{i}: {e}");
+            assert!(e.to_string().contains(what) && e.to_string().contains("the link lost it"), "{e}");
+        }
+        let e = error(&without(clean().len() - 1), ok.clone());
+        assert!(matches!(e, RunError::Link { .. }), "no Done: {e}");
+        let mut corrupt = run(&clean(), ok.clone());
+        corrupt.session.feed("~hm1 0102 00000000");
+        let e = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &corrupt).unwrap_err();
+        assert!(matches!(e, RunError::Wire { .. }) && e.is_transport(), "{e}");
+        for ending in [Ending::Exited(exit::FAILED), Ending::TimedOut(std::time::Duration::from_secs(1))] {
+            let e = error(&without(1), ending);
+            assert!(!e.is_transport(), "{e}");
+        }
+        let failure = [hello("qemu-m7", "hello_world", 3072), Frame::Failure { stage: "load", code: 4, detail: "x" }];
+        assert!(!error(&failure, Ending::Exited(exit::FAILED)).is_transport());
+        let mut wrong = clean();
+        wrong[outputs] = Frame::Output { input: "x-0", class: 0, value: 0.9 };
+        let answered = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&wrong, ok)).unwrap();
+        assert!(!answered.passed(), "a wrong answer is a failed check, not an error");
+    }
+
     /// A failure the firmware reports is an error that says, for each
     /// stage, what failed, and quotes the firmware's detail.
     #[test]
