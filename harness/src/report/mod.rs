@@ -9,6 +9,7 @@ use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
+use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::run::measurement::{metric, ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT, RECORDED};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout, Runner};
@@ -504,7 +505,7 @@ pub(crate) fn date(seconds: i64) -> String {
 
 /// A model's memory plan: every planned tensor with its lifetime and greedy
 /// offset, then linear, greedy and the lower bound compared.
-pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
+pub fn analysis(a: &Analysis) -> String {
     let mut builder = Builder::default();
     builder.push_record([
         "tensor",
@@ -583,11 +584,7 @@ pub fn analysis(a: &crate::model::analysis::Analysis) -> String {
 }
 
 /// A resident set's arena both ways, model by model in load order.
-pub fn set_analysis(
-    name: &str,
-    sharing: crate::model::analysis::Sharing,
-    s: &crate::model::analysis::SetAnalysis,
-) -> String {
+pub fn set_analysis(name: &str, sharing: Sharing, s: &SetAnalysis) -> String {
     let figure = |bytes: Option<usize>| bytes.map_or("-".to_owned(), |b| b.to_string());
     let mut builder = Builder::default();
     builder.push_record(["model", "arena alone (separate)", "added to a shared arena"]);
@@ -602,8 +599,8 @@ pub fn set_analysis(
     let mut table = builder.build();
     table.with(Style::sharp()).modify(Columns::new(1..3), Alignment::right());
     let layout = match sharing {
-        crate::model::analysis::Sharing::Separate => "an arena per model",
-        crate::model::analysis::Sharing::Shared => "one shared arena",
+        Sharing::Separate => "an arena per model",
+        Sharing::Shared => "one shared arena",
     };
     let saving = match s.shared_bytes {
         Some(shared) => format!(

@@ -124,11 +124,17 @@ pub const MULTI_MODEL: &str = "multi-model";
 /// Every scenario, in the order they run.
 pub const SCENARIOS: [&str; 5] = [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA, MULTI_MODEL];
 
-/// Whether `scenario` runs for `model`: a set runs the multi-model scenario
-/// only, and a model every other one.
+/// Whether `scenario` (or self-test) runs for `model`: a set runs the
+/// multi-model scenario only, and a model every other one and the
+/// self-tests.
 pub fn runs_for(model: &ModelSpec, scenario: &str) -> bool {
-    (scenario == MULTI_MODEL) == model.set.is_some()
+    if SELF_TESTS.contains(&scenario) {
+        model.set.is_none()
+    } else {
+        (scenario == MULTI_MODEL) == model.set.is_some()
+    }
 }
+
 /// The firmware's self-tests: each ends the run the way a broken firmware
 /// or link would (a panic, a HardFault, a hang, garbage on the wire, a
 /// figure only the linker knows, an allocation from a heap), so none may

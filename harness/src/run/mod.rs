@@ -191,7 +191,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     if options.frames <= WARM_UP_FRAMES {
         return Err(ConfigError::TooFewFrames(options.frames));
     }
-    if !models.iter().any(|m| options.scenarios.iter().any(|s| runs(m, s))) {
+    if !models.iter().any(|m| options.scenarios.iter().any(|s| runs_for(m, s))) {
         return Err(ConfigError::NothingToRun(file.clone(), options.scenarios.clone()));
     }
 
@@ -247,16 +247,6 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     Ok(results)
 }
 
-/// Whether `scenario` (or self-test) runs for `spec`: the self-tests run on
-/// a model's image, a set's image runs the multi-model scenario only.
-fn runs(spec: &ModelSpec, scenario: &str) -> bool {
-    if SELF_TESTS.contains(&scenario) {
-        spec.set.is_none()
-    } else {
-        runs_for(spec, scenario)
-    }
-}
-
 /// One board and model's image, and each scenario's outcome on it.
 type Measured = (Option<Image>, Vec<(String, Result<Measurement, RunError>)>);
 
@@ -275,7 +265,7 @@ struct Setup<'a> {
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
     // A set runs the multi-model scenario, a model the others.
-    let selected: Vec<&String> = options.scenarios.iter().filter(|s| runs(spec, s)).collect();
+    let selected: Vec<&String> = options.scenarios.iter().filter(|s| runs_for(spec, s)).collect();
     if selected.is_empty() {
         return (None, Vec::new());
     }

@@ -444,7 +444,9 @@ pub struct Model {
     /// The model the concurrent-OTA scenario delivers, which the image must
     /// also be able to run.
     pub update: Update,
-    /// For a set, its models, each read as a model of its own.
+    /// For a set, its models, each read as a model of its own by
+    /// [`ModelSpec::read`] (empty after [`ModelSpec::parse`], which reads
+    /// this file alone).
     pub residents: Vec<Model>,
 }
 
@@ -503,17 +505,13 @@ impl ModelSpec {
         let inputs = self.inputs.iter().map(|i| i.bytes(&self.name, &parsed)).collect::<Result<_, _>>()?;
         let (update_bytes, update) = read_tflite(&self.ota.model, &self.ota.file)?;
         let input = self.ota.input.bytes(&self.ota.model, &update)?;
-        let residents = match &self.set {
-            Some(set) => set.models.iter().map(ModelSpec::parse).collect::<Result<_, _>>()?,
-            None => Vec::new(),
-        };
         Ok(Model {
             spec: self.clone(),
             bytes,
             parsed,
             inputs,
             update: Update { bytes: update_bytes, parsed: update, input },
-            residents,
+            residents: Vec::new(),
         })
     }
 }

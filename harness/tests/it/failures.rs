@@ -206,11 +206,9 @@ fn an_image_built_for_another_board_is_not_deployed() {
 /// run's figures and says how many tries it took.
 #[test]
 fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
-    use harness::run::{Options, TRIES};
+    use harness::run::TRIES;
     use harness::target::runner::noise::Noise;
-    let mut options = Options::new(&ws(), vec![default_board().name]);
-    options.models = vec!["hello_world".into()];
-    options.scenarios = vec![SINGLE_FRAME.into()];
+    let mut options = hello_world_in(SINGLE_FRAME);
     let clean = run::run(&ws(), &options, &|_| {}).unwrap().records.remove(0);
     options.build = false;
     options.timeout = Some(Duration::from_secs(10));

@@ -68,9 +68,7 @@ fn all_four_scenarios_run_and_show_what_they_must() {
 /// firmware checks at every step that none is stuck), and every frame ran.
 #[test]
 fn a_100000_frame_stream_does_not_grow() {
-    let mut options = Options::new(&ws(), vec![default_board().name]);
-    options.models = vec!["hello_world".into()];
-    options.scenarios = vec![STREAM.into()];
+    let mut options = hello_world_in(STREAM);
     options.frames = 100_000;
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(results.failed.is_empty(), "{:#?}", results.failed);
@@ -85,9 +83,7 @@ fn a_100000_frame_stream_does_not_grow() {
 /// same figures, so there is no spread and the check passes.
 #[test]
 fn repeated_runs_on_qemu_show_no_spread() {
-    let mut options = Options::new(&ws(), vec![default_board().name]);
-    options.models = vec!["hello_world".into()];
-    options.scenarios = vec![SINGLE_FRAME.into()];
+    let mut options = hello_world_in(SINGLE_FRAME);
     options.repeat = 3;
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(results.failed.is_empty(), "{:#?}", results.failed);

@@ -68,6 +68,15 @@ pub fn measure(board: &Board, model_name: &str, scenario: &str) -> (Measurement,
     (record, run)
 }
 
+/// `hil`'s options for hello_world alone, in one scenario, on the default
+/// board.
+pub fn hello_world_in(scenario: &str) -> Options {
+    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    options.models = vec!["hello_world".into()];
+    options.scenarios = vec![scenario.into()];
+    options
+}
+
 /// Runs `hil`'s single-frame scenario on the default board with a models
 /// file written into `dir`.
 pub fn hil_with_models(dir: &Path, models_toml: &str) -> Results {

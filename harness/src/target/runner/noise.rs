@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::lines::LineBuffer;
 use super::{Ending, Next, RunnerError, Target};
+use crate::fuzz::Damage;
 
 /// How noisy: the chance of damage per byte, in parts per million, and the
 /// seed of the damage.
@@ -19,7 +20,7 @@ pub struct Noise {
 pub struct Noisy {
     inner: Box<dyn Target>,
     noise: Noise,
-    state: u64,
+    random: Damage,
     lines: LineBuffer,
     /// Bytes damaged so far.
     damaged: u64,
@@ -27,28 +28,21 @@ pub struct Noisy {
 
 impl Noisy {
     pub fn new(inner: Box<dyn Target>, noise: Noise) -> Noisy {
-        Noisy { inner, noise, state: noise.seed.max(1), lines: LineBuffer::default(), damaged: 0 }
-    }
-
-    fn random(&mut self) -> u64 {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        self.state
+        Noisy { inner, noise, random: Damage::new(noise.seed), lines: LineBuffer::default(), damaged: 0 }
     }
 
     /// `bytes` as the link delivers them.
     fn damage(&mut self, bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(bytes.len() + 4);
         for &b in bytes {
-            if self.random() % 1_000_000 >= u64::from(self.noise.per_million) {
+            if self.random.below(1_000_000) >= u64::from(self.noise.per_million) {
                 out.push(b);
                 continue;
             }
             self.damaged += 1;
-            match self.random() % 3 {
+            match self.random.below(3) {
                 0 => {}
-                1 => out.push(b ^ (1 << (self.random() % 8))),
+                1 => out.push(b ^ (1 << self.random.below(8))),
                 _ => out.extend([b, b]),
             }
         }
