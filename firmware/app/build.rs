@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=HILMEM_BUILD_CONFIG");
+    println!("cargo:rerun-if-env-changed=HILMEM_LINK_MAP");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let Some(dir) = env::var_os("HILMEM_BUILD_CONFIG") else {
         panic!(
@@ -26,5 +27,12 @@ fn main() {
     if bare_metal {
         println!("cargo:rustc-link-search={}", out.display());
         println!("cargo:rustc-link-arg=-Tlink.x");
+    }
+    // The linker's map: where each input section of each object went, from
+    // which the harness breaks the footprint down by component.
+    if let Some(map) = env::var_os("HILMEM_LINK_MAP") {
+        let map = map.to_str().expect("HILMEM_LINK_MAP is UTF-8");
+        let arg = if bare_metal { format!("-Map={map}") } else { format!("-Wl,-Map={map}") };
+        println!("cargo:rustc-link-arg-bins={arg}");
     }
 }

@@ -90,6 +90,17 @@ pub struct Args {
     /// flipping or doubling it.
     #[arg(long, value_parser = noise_rate)]
     link_noise: Option<u32>,
+    /// Build the images and record what needs no target (sizes from the ELF,
+    /// footprint by component, predicted and least arena, the fit in the
+    /// board's regions), compared with the baselines; run nothing.
+    #[arg(long, conflicts_with_all = ["scenarios", "no_build", "repeat", "retries", "link_noise"])]
+    build_only: bool,
+    /// For boards behind a debug probe: build and check each image as
+    /// --build-only does, then say what deploying it would do (the probe
+    /// chosen, the flash ranges written, the RTT control block) without
+    /// touching a probe; exit 2 when it could not be deployed now.
+    #[arg(long, conflicts_with_all = ["scenarios", "no_build", "repeat", "retries", "link_noise"])]
+    dry_run: bool,
 }
 
 /// A probability from 0 to 1, in parts per million.
@@ -137,6 +148,7 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(probe) = &args.probe {
         options.run.probe = Some(Selector::parse(probe)?);
     }
+    options.build_only = args.build_only || args.dry_run;
     options.retries = args.retries;
     options.repeat = args.repeat;
     options.run.noise = args.link_noise.map(|per_million| Noise { per_million, seed: 1 });
@@ -201,13 +213,46 @@ pub fn run(args: Args) -> Result<i32> {
             shown(&ws, &approval::pending_dir(&out))
         );
     }
-    Ok(if !results.failed.is_empty() {
+    let undeployable = args.dry_run && !show_deploys(&ws, &run::dry_run(&ws, &options)?);
+    Ok(if !results.failed.is_empty() || undeployable {
         exit::ERROR
     } else if !results.all_checks_passed() || comparison.fails(args.strict) {
         exit::REGRESSION
     } else {
         exit::OK
     })
+}
+
+/// What `--dry-run` found for each image; whether every one could be
+/// deployed now.
+fn show_deploys(ws: &Workspace, deploys: &[run::Deploy]) -> bool {
+    let mut all = true;
+    for d in deploys {
+        let image = format!("{}/{}", d.board, d.model);
+        match &d.plan {
+            Err(e) => {
+                all = false;
+                eprintln!("{image}: cannot deploy {}: {e}", shown(ws, &d.elf));
+            }
+            Ok(plan) => {
+                let writes: Vec<String> = plan
+                    .writes
+                    .iter()
+                    .map(|(start, bytes, region)| format!("{bytes} bytes at {start:#010x} ({region})"))
+                    .collect();
+                eprintln!("{image}: would flash {} to the {}: {}", shown(ws, &d.elf), plan.chip, writes.join(", "));
+                eprintln!("{image}: RTT control block at {:#010x}, in {}", plan.rtt.0, plan.rtt.1);
+                match &plan.probe {
+                    Ok(probe) => eprintln!("{image}: probe: {probe}"),
+                    Err(e) => {
+                        all = false;
+                        eprintln!("{image}: probe: {e}; nothing was flashed");
+                    }
+                }
+            }
+        }
+    }
+    all
 }
 
 /// The revision `--against` names, with `auto` resolved.

@@ -10,9 +10,10 @@ use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
-use crate::run::measurement::{metric, ArenaPrediction, Measurement, PREDICTION_MARGIN_PERCENT, RECORDED};
+use crate::run::measurement::{metric, ArenaPrediction, Measurement, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout, Runner};
+use crate::target::footprint::describe;
 use crate::target::runner::probe::ProbeSummary;
 use crate::verdict::baseline::BaselineFile;
 use crate::verdict::compare::{Comparison, Row, Verdict};
@@ -46,13 +47,13 @@ pub fn table(results: &Results) -> String {
         let at = columns.iter().position(|c| *c == metric::ARENA_USED_BYTES).filter(|_| predicted).map(|i| i + 3);
         let mut header = vec!["model", "scenario"];
         header.extend(&columns);
-        header.push("output check");
+        header.push("checks");
         if let Some(at) = at {
             header.insert(at, "arena predicted (diff)");
         }
         builder.push_record(header);
         for r in records {
-            let mut row = vec![r.model.clone(), r.scenario.clone()];
+            let mut row = vec![r.model.clone(), scenario_label(&r.scenario)];
             row.extend(columns.iter().map(|name| r.metrics.get(*name).map_or("-".into(), i64::to_string)));
             row.push(check_summary(r));
             if let Some(at) = at {
@@ -68,12 +69,46 @@ pub fn table(results: &Results) -> String {
             for (name, text) in &r.notes {
                 out.push_str(&format!("  {} {}: {name}: {text}\n", r.model, r.scenario));
             }
+            for (what, parts) in footprint_parts(r) {
+                let shown: Vec<String> = parts.iter().map(|(c, bytes)| format!("{} {bytes}", describe(c))).collect();
+                out.push_str(&format!("  {} {what} by component: {}\n", r.model, shown.join(", ")));
+            }
         }
     }
     for f in &results.failed {
         out.push_str(&format!("FAILED {}/{} {}:\n  {}\n", f.board, f.model, f.scenario, f.error.replace('\n', "\n  ")));
     }
     out.trim_end().to_owned()
+}
+
+/// How a record's scenario is shown: the build record says that nothing ran.
+pub fn scenario_label(scenario: &str) -> String {
+    if scenario == BUILD {
+        format!("{BUILD} (not run)")
+    } else {
+        scenario.to_owned()
+    }
+}
+
+/// A build record's flash and static RAM by component, largest first.
+pub fn footprint_parts(r: &Measurement) -> Vec<(&'static str, Vec<(String, i64)>)> {
+    let Some(f) = &r.footprint else { return Vec::new() };
+    let sorted = |parts: &std::collections::BTreeMap<String, i64>| {
+        let mut parts: Vec<(String, i64)> = parts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        parts.sort_by_key(|(name, bytes)| (std::cmp::Reverse(*bytes), name.clone()));
+        parts
+    };
+    [("flash", &f.flash), ("static RAM", &f.static_ram)]
+        .into_iter()
+        .filter(|(_, parts)| !parts.is_empty())
+        .map(|(what, parts)| (what, sorted(parts)))
+        .collect()
+}
+
+/// The components that moved with a figure: `+2340 CONV_2D kernel, -4 other`.
+pub fn moved_text(r: &Row) -> Option<String> {
+    let parts: Vec<String> = r.moved.iter().map(|(c, delta)| format!("{delta:+} {}", describe(c))).collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// `88416 (+0)`; a difference beyond the margin is flagged.
@@ -219,7 +254,7 @@ pub fn comparison_table(c: &Comparison) -> String {
         ]);
         for r in changed {
             let mut row = cells(r).to_vec();
-            row.push(r.verdict.name().to_owned());
+            row.push(verdict_text(r, r.verdict.name()));
             builder.push_record(row);
         }
         let mut table = builder.build();
@@ -239,7 +274,7 @@ pub fn diff_markdown(rows: &[Row]) -> String {
         let mut cells = cells(r);
         cells[3] = format!("`{}`", cells[3]);
         let verdict = if r.verdict == Verdict::Regressed { "**regressed**" } else { r.verdict.name() };
-        out.push_str(&format!("| {} | {verdict} |\n", cells.join(" | ")));
+        out.push_str(&format!("| {} | {} |\n", cells.join(" | "), verdict_text(r, verdict)));
     }
     out
 }
@@ -269,7 +304,33 @@ pub fn markdown(results: &Results, c: &Comparison) -> String {
             out.push_str(&format!("\n### {title}\n\n{}\n", items.join("\n")));
         }
     }
-    out + &breakdowns(results)
+    out + &breakdowns(results) + &footprints_markdown(results)
+}
+
+/// Each build record's flash and static RAM by component, as rows of
+/// component, flash and static RAM, largest flash first.
+pub fn footprint_rows(r: &Measurement) -> Vec<(String, Option<i64>, Option<i64>)> {
+    let Some(f) = &r.footprint else { return Vec::new() };
+    let names: std::collections::BTreeSet<&String> = f.flash.keys().chain(f.static_ram.keys()).collect();
+    let mut names: Vec<&String> = names.into_iter().collect();
+    let bytes = |parts: &std::collections::BTreeMap<String, i64>, n: &String| parts.get(n).copied().unwrap_or(0);
+    names.sort_by_key(|n| std::cmp::Reverse((bytes(&f.flash, n), bytes(&f.static_ram, n))));
+    names.into_iter().map(|n| (describe(n), f.flash.get(n).copied(), f.static_ram.get(n).copied())).collect()
+}
+
+fn footprints_markdown(results: &Results) -> String {
+    let with: Vec<&Measurement> = results.records.iter().filter(|r| r.footprint.is_some()).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n### Footprint by component\n\nFrom the linker's map and the ELF; the parts add up to `flash_bytes` and `static_ram_bytes`.\n");
+    for r in with {
+        out += &format!("\n**{}/{}**\n\n| component | flash | static RAM |\n|---|--:|--:|\n", r.board, r.model);
+        for (name, flash, ram) in footprint_rows(r) {
+            out += &format!("| {name} | {} | {} |\n", value(flash), value(ram));
+        }
+    }
+    out
 }
 
 /// TFLM's own account of the arena, where records carry it: bytes used
@@ -363,6 +424,14 @@ pub fn findings(results: &Results, c: &Comparison) -> Findings {
 
 /// A row's cells as every table shows them: board, model, scenario, metric,
 /// baseline, measured, delta, delta %.
+/// A row's verdict, with the components that moved.
+fn verdict_text(r: &Row, verdict: &str) -> String {
+    match moved_text(r) {
+        Some(moved) => format!("{verdict}: {moved}"),
+        None => verdict.to_owned(),
+    }
+}
+
 pub fn cells(r: &Row) -> [String; 8] {
     [
         r.board.clone(),

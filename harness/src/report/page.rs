@@ -13,8 +13,8 @@ use std::path::Path;
 use crate::model::analysis::Analysis;
 use crate::model::tree::Generation;
 use crate::report::svg::{bytes, escape, Chart};
-use crate::report::{cells, comparison_summary, findings, runtime_changes};
-use crate::run::measurement::{metric, Measurement};
+use crate::report::{cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label};
+use crate::run::measurement::{metric, Measurement, BUILD};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout};
 use crate::spec::models;
@@ -194,7 +194,7 @@ pub fn render(inputs: &Inputs) -> String {
         html,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>hilmem memory report ({commit})</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head><body>\n\
          <h1>hilmem memory report</h1>\n<p>commit {commit}; boards {}; {} records, {} failed runs.</p>\n\
-         <p><a href=\"#comparison\">comparison</a> · <a href=\"#layouts\">arena layouts</a> · <a href=\"#stackups\">memory stack-ups</a> · <a href=\"#trends\">trends</a></p>\n",
+         <p><a href=\"#comparison\">comparison</a> · <a href=\"#layouts\">arena layouts</a> · <a href=\"#stackups\">memory stack-ups</a> · <a href=\"#footprint\">footprint</a> · <a href=\"#trends\">trends</a></p>\n",
         escape(&r.boards.join(", ")),
         r.records.len(),
         r.failed.len()
@@ -211,10 +211,36 @@ pub fn render(inputs: &Inputs) -> String {
     for board in &inputs.boards {
         stackup(&mut html, board, &r.records);
     }
+    footprints(&mut html, &r.records);
     html += "<h2 id=\"trends\">Trends</h2>\n<p>Each figure through the commits that changed its baseline file, oldest first; the last point (outlined) is this run, red when it regressed.</p>\n";
     trends(&mut html, inputs);
     html += "</body></html>\n";
     html
+}
+
+/// Each build record's flash and static RAM by component.
+fn footprints(html: &mut String, records: &[Measurement]) {
+    html.push_str("<h2 id=\"footprint\">Footprint by component</h2>\n<p>From the build records (nothing ran for them): every input section the linker placed, by the object it came from and the symbols it defines; the parts add up to <code>flash_bytes</code> and <code>static_ram_bytes</code>.</p>\n");
+    for r in records.iter().filter(|r| r.footprint.is_some()) {
+        let _ = write!(
+            html,
+            "<h3>{} / {} ({})</h3>\n<table class=\"footprint\"><thead><tr><th>component</th><th>flash</th><th>static RAM</th></tr></thead><tbody>\n",
+            escape(&r.board),
+            escape(&r.model),
+            escape(&scenario_label(&r.scenario))
+        );
+        for (name, flash, ram) in footprint_rows(r) {
+            let bytes = |v: Option<i64>| v.map_or("-".into(), |v| v.to_string());
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                escape(&name),
+                bytes(flash),
+                bytes(ram)
+            );
+        }
+        html.push_str("</tbody></table>\n");
+    }
 }
 
 fn comparison(html: &mut String, inputs: &Inputs) {
@@ -241,7 +267,12 @@ fn comparison(html: &mut String, inputs: &Inputs) {
                 "<tr class=\"{class}\">{}{}<td class=\"v\">{}</td></tr>",
                 cells[..4].iter().map(|c| format!("<td>{}</td>", escape(c))).collect::<String>(),
                 cells[4..].iter().map(|c| format!("<td class=\"n\">{}</td>", escape(c))).collect::<String>(),
-                if row.verdict == Verdict::Regressed { "REGRESSED" } else { row.verdict.name() }
+                escape(&match (moved_text(row), row.verdict == Verdict::Regressed) {
+                    (Some(moved), true) => format!("REGRESSED: {moved}"),
+                    (Some(moved), false) => format!("{}: {moved}", row.verdict.name()),
+                    (None, true) => "REGRESSED".into(),
+                    (None, false) => row.verdict.name().into(),
+                })
             );
         }
         html.push_str("</tbody></table>\n");
@@ -383,7 +414,8 @@ fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
 }
 
 fn stackup(html: &mut String, board: &Board, records: &[Measurement]) {
-    let records: Vec<&Measurement> = records.iter().filter(|r| r.board == board.name).collect();
+    // Only what ran: a build record has no runtime figures to stack.
+    let records: Vec<&Measurement> = records.iter().filter(|r| r.board == board.name && r.scenario != BUILD).collect();
     if records.is_empty() {
         return;
     }

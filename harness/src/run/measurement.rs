@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
+use crate::target::footprint::Footprint;
 use crate::target::session::{Output, Session};
 
 /// Stable metric names.
@@ -21,6 +22,12 @@ pub mod metric {
     /// The buffer pool's backing store, from the ELF (part of
     /// [`STATIC_RAM_BYTES`]).
     pub const POOL_CAPACITY_BYTES: &str = "pool_capacity_bytes";
+    /// The analyzer's prediction of [`ARENA_USED_BYTES`], in the build
+    /// record.
+    pub const PREDICTED_ARENA_BYTES: &str = "predicted_arena_bytes";
+    /// The least arena the analyzer finds `AllocateTensors` accepts (2020
+    /// TFLM), in the build record.
+    pub const LEAST_ARENA_BYTES: &str = "least_arena_bytes";
     /// TFLM's `arena_used_bytes()` after `AllocateTensors`.
     pub const ARENA_USED_BYTES: &str = "arena_used_bytes";
     /// Planned (non-persistent) part of the arena, as TFLM reports it.
@@ -111,6 +118,10 @@ pub mod metric {
     }
 }
 
+/// The record of the image itself, which needs no running target: its
+/// figures from the model file and the ELF, the analyzer's, its footprint
+/// and its fit. Every run makes it; `hil --build-only` makes only it.
+pub const BUILD: &str = "build";
 /// One inference per configured input.
 pub const SINGLE_FRAME: &str = "single-frame";
 /// Many frames through the managed double-buffered pipeline.
@@ -206,6 +217,9 @@ pub struct Measurement {
     /// least and largest value (the record keeps the largest).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub spread: BTreeMap<String, (i64, i64)>,
+    /// In the build record: flash and static RAM by component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<Footprint>,
 }
 
 /// The check of a repeated scenario on a board whose figures are
@@ -419,6 +433,7 @@ mod tests {
             arena_prediction: None,
             tflm_breakdown: None,
             spread: BTreeMap::new(),
+            footprint: None,
         };
         let mut same = record(2048, 100);
         same.spread_with(&record(2048, 100));

@@ -16,14 +16,15 @@ use std::time::Duration;
 use hilmem_protocol::WARM_UP_FRAMES;
 
 use crate::model::analysis::Sharing;
-use crate::run::measurement::{runs_for, Measurement, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
-use crate::run::record::{context, record, tflm_breakdown, RunError};
+use crate::run::measurement::{runs_for, Measurement, BUILD, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
+use crate::run::record::{build_record, context, record, tflm_breakdown, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
-use crate::spec::board::{self, Board, BoardError};
+use crate::spec::board::{self, Board, BoardError, Runner};
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError};
 use crate::spec::runtime::{Generation, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
 use crate::target::firmware::{self, BuildError, Firmware, Variant};
+use crate::target::runner::probe::{self, DryRun, DryRunError};
 use crate::target::runner::{self, Run, RunOptions};
 use crate::{gitrepo, Workspace};
 
@@ -43,6 +44,8 @@ pub enum ConfigError {
     UnknownScenario(String),
     #[error("the streaming scenarios need more than {min} frames, not {0}", min = WARM_UP_FRAMES)]
     TooFewFrames(u32),
+    #[error("board `{0}` is not deployed through a debug probe: --dry-run is for probe-rs boards")]
+    NotDeployed(String),
     #[error("nothing to run: no model or set of {file} runs {scenarios} (the multi-model scenario runs the sets, `[[set]]`, and only them)", file = .0.display(), scenarios = .1.join(", "))]
     NothingToRun(PathBuf, Vec<String>),
 }
@@ -80,7 +83,12 @@ pub struct Options {
     pub retries: u32,
     /// Each scenario runs this many times from fresh boots (at least once).
     pub repeat: u32,
+    /// Build the images and make their build records, running nothing.
+    pub build_only: bool,
 }
+
+/// The note of a build record whose image was not run.
+pub const NOT_RUN: &str = "not_run";
 
 /// The note of a record that took more than one try.
 pub const TRIES: &str = "tries";
@@ -104,6 +112,7 @@ impl Options {
             tflm: None,
             retries: 0,
             repeat: 1,
+            build_only: false,
         }
     }
 }
@@ -191,7 +200,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     if options.frames <= WARM_UP_FRAMES {
         return Err(ConfigError::TooFewFrames(options.frames));
     }
-    if !models.iter().any(|m| options.scenarios.iter().any(|s| runs_for(m, s))) {
+    if !options.build_only && !models.iter().any(|m| options.scenarios.iter().any(|s| runs_for(m, s))) {
         return Err(ConfigError::NothingToRun(file.clone(), options.scenarios.clone()));
     }
 
@@ -264,9 +273,13 @@ struct Setup<'a> {
 /// allocator, built beside the first, for TFLM's own breakdown of the arena.
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
-    // A set runs the multi-model scenario, a model the others.
-    let selected: Vec<&String> = options.scenarios.iter().filter(|s| runs_for(spec, s)).collect();
-    if selected.is_empty() {
+    // A set runs the multi-model scenario, a model the others; a build
+    // only runs none.
+    let selected: Vec<&String> = match options.build_only {
+        true => Vec::new(),
+        false => options.scenarios.iter().filter(|s| runs_for(spec, s)).collect(),
+    };
+    if selected.is_empty() && !options.build_only {
         return (None, Vec::new());
     }
     let breakdown = runtime.generation() == Generation::Current
@@ -289,16 +302,29 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         });
         built.map_err(|e| e.to_string())
     });
-    let scenarios = selected.into_iter();
+    let scenarios = std::iter::once(&BUILD.to_owned()).chain(selected).cloned().collect::<Vec<String>>();
     let (model, (firmware, sizes), info) = match built {
         Ok(built) => built,
         Err(error) => {
-            let failed = |s: &String| {
-                (s.clone(), Err(RunError::Image { context: context(board, spec, s), error: error.clone() }))
+            let failed = |s: String| {
+                let error = RunError::Image { context: context(board, spec, &s), error: error.clone() };
+                (s, Err(error))
             };
-            return (None, scenarios.map(failed).collect());
+            return (None, scenarios.into_iter().map(failed).collect());
         }
     };
+    // The image's own record; an image outside its board's regions is not
+    // run.
+    let mut build = build_record(board, &model, &firmware, sizes);
+    let fits = build.as_ref().is_ok_and(Measurement::passed);
+    if let (Ok(record), false, true) = (&mut build, fits, scenarios.len() > 1) {
+        let skipped = scenarios[1..].join(", ");
+        record.notes.insert(NOT_RUN.into(), format!("{skipped}: the image does not lie inside the board's regions"));
+    }
+    let mut runs = vec![(BUILD.to_owned(), build)];
+    if !fits {
+        return (Some(info), runs);
+    }
     let name = &spec.name;
     let timeout = options.timeout.unwrap_or(board.timeout);
     // Each try of a run over a noisy link meets other noise.
@@ -335,35 +361,33 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
             (Err(last), tries) => Err(RunError::Retried { tries, last: Box::new(last) }),
         }
     };
-    let runs = scenarios
-        .map(|scenario| {
-            progress(Event::Running { board: &board.name, model: name, scenario });
-            // --repeat: the scenario again from fresh boots, every figure
-            // kept with its spread.
-            let mut outcome = attempt(scenario, 0);
-            for repeat in 1..u64::from(options.repeat.max(1)) {
-                match (&mut outcome, attempt(scenario, repeat)) {
-                    (Ok(record), Ok(again)) => record.spread_with(&again),
-                    (Ok(_), Err(e)) => outcome = Err(e),
-                    (Err(_), _) => break,
-                }
+    runs.extend(scenarios.iter().skip(1).map(|scenario| {
+        progress(Event::Running { board: &board.name, model: name, scenario });
+        // --repeat: the scenario again from fresh boots, every figure
+        // kept with its spread.
+        let mut outcome = attempt(scenario, 0);
+        for repeat in 1..u64::from(options.repeat.max(1)) {
+            match (&mut outcome, attempt(scenario, repeat)) {
+                (Ok(record), Ok(again)) => record.spread_with(&again),
+                (Ok(_), Err(e)) => outcome = Err(e),
+                (Err(_), _) => break,
             }
-            if let Ok(record) = &mut outcome {
-                record.judge_spread(options.repeat, board.is_qemu());
+        }
+        if let Ok(record) = &mut outcome {
+            record.judge_spread(options.repeat, board.is_qemu());
+        }
+        if let (Some(image), SINGLE_FRAME, Ok(record)) = (recording.take(), scenario.as_str(), &mut outcome) {
+            let recorded = image
+                .and_then(|(firmware, sizes)| run(&firmware, sizes, scenario))
+                .and_then(|(_, run)| tflm_breakdown(board, spec, &run));
+            match recorded {
+                Ok(breakdown) => record.tflm_breakdown = Some(breakdown),
+                Err(e) => outcome = Err(e),
             }
-            if let (Some(image), SINGLE_FRAME, Ok(record)) = (recording.take(), scenario.as_str(), &mut outcome) {
-                let recorded = image
-                    .and_then(|(firmware, sizes)| run(&firmware, sizes, scenario))
-                    .and_then(|(_, run)| tflm_breakdown(board, spec, &run));
-                match recorded {
-                    Ok(breakdown) => record.tflm_breakdown = Some(breakdown),
-                    Err(e) => outcome = Err(e),
-                }
-            }
-            progress(Event::Finished { board: &board.name, model: name, scenario, ok: outcome.is_ok() });
-            (scenario.clone(), outcome)
-        })
-        .collect();
+        }
+        progress(Event::Finished { board: &board.name, model: name, scenario, ok: outcome.is_ok() });
+        (scenario.clone(), outcome)
+    }));
     (Some(info), runs)
 }
 
@@ -391,6 +415,46 @@ fn image(setup: &Setup, board: &Board, model: &Model, variant: Variant) -> Resul
     };
     let sizes = elf::sizes(&firmware.elf, &board.layout)?;
     Ok((firmware, sizes))
+}
+
+/// One image's deploy as `hil --dry-run` checks it.
+#[derive(Debug)]
+pub struct Deploy {
+    pub board: String,
+    pub model: String,
+    pub elf: PathBuf,
+    pub plan: Result<DryRun, DryRunError>,
+}
+
+/// For every probe-rs board and model of `options`, what deploying the image
+/// the last build left would do (see [`probe::dry_run`]), touching no
+/// probe. Other boards have nothing to deploy this way and are refused.
+pub fn dry_run(ws: &Workspace, options: &Options) -> Result<Vec<Deploy>, ConfigError> {
+    let boards = resolve_boards(ws, &options.boards)?;
+    if let Some(board) = boards.iter().find(|b| !matches!(b.runner, Runner::ProbeRs { .. })) {
+        return Err(ConfigError::NotDeployed(board.name.clone()));
+    }
+    let loaded = models::load(&options.models_file)?;
+    let runtime = loaded.runtime(options.tflm.clone())?;
+    let models = models::select(loaded.models, &options.models, &options.models_file)?;
+    let mut deploys = Vec::new();
+    for board in &boards {
+        let Runner::ProbeRs { chip, probe } = &board.runner else { continue };
+        for model in &models {
+            let elf = firmware::elf_path(ws, board, &model.name, &runtime, Variant::Standard);
+            let expected =
+                firmware::identity(&board.name, &model.name, runtime.dir().map(|_| runtime.identity.as_str()));
+            let plan = match elf::identity(&elf) {
+                Err(e) => Err(DryRunError::from(e)),
+                Ok(found) if found != expected => Err(DryRunError::WrongImage { elf: elf.clone(), found, expected }),
+                Ok(_) => runner::probe_selector(probe.as_deref(), &options.run)
+                    .map_err(DryRunError::from)
+                    .and_then(|wanted| probe::dry_run(chip, wanted.as_ref(), &elf)),
+            };
+            deploys.push(Deploy { board: board.name.clone(), model: model.name.clone(), elf, plan });
+        }
+    }
+    Ok(deploys)
 }
 
 /// Checks that the image is the one for this board and model, then deploys

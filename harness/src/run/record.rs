@@ -2,6 +2,7 @@
 //! checks of what the target said (its identity, its ending, the figures it
 //! owes) that turn one run into a record or into the reason there is none.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use hilmem_protocol::exit;
@@ -9,14 +10,15 @@ use hilmem_protocol::exit;
 use crate::model::analysis::{Analysis, SetAnalysis};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, NOT_REPORTED, RECORDED,
-    SINGLE_FRAME,
+    checks, metric, ArenaPrediction, Check, Measurement, Recorded, TflmBreakdown, BUILD, MULTI_MODEL, NOT_REPORTED,
+    RECORDED, SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
 use crate::spec::models::{Model, ModelSpec};
-use crate::target::elf::{ElfError, ImageSizes};
-use crate::target::firmware::{BuildError, Firmware};
+use crate::target::elf::{self, ElfError, ImageSizes};
+use crate::target::firmware::{map_path, BuildError, Firmware};
+use crate::target::footprint::{self, FootprintError};
 use crate::target::runner::{Ending, Run, RunnerError};
 
 /// The note a single-frame record on a 32-bit board carries instead of a
@@ -33,6 +35,8 @@ pub enum RunError {
     Build(#[from] BuildError),
     #[error(transparent)]
     Elf(#[from] ElfError),
+    #[error(transparent)]
+    Footprint(#[from] FootprintError),
     #[error("{context}: {0}", context = .1)]
     Runner(RunnerError, String),
     #[error("{context}: {}: {detail} (stage `{stage}`, status {code})", stage_meaning(stage))]
@@ -175,14 +179,7 @@ pub fn record(
         return Err(target(format!("the firmware reported `{name}` ({line}): {why}")));
     }
 
-    let mut metrics = std::collections::BTreeMap::new();
-    metrics.insert(metric::MODEL_BYTES.into(), firmware.model_bytes as i64);
-    if let Some(flash) = sizes.flash_bytes {
-        metrics.insert(metric::FLASH_BYTES.into(), flash as i64);
-    }
-    metrics.insert(metric::STATIC_RAM_BYTES.into(), sizes.static_ram_bytes as i64);
-    metrics.insert(metric::ARENA_CAPACITY_BYTES.into(), sizes.arena_capacity_bytes as i64);
-    metrics.insert(metric::POOL_CAPACITY_BYTES.into(), sizes.pool_capacity_bytes as i64);
+    let mut metrics = image_figures(firmware, sizes);
     let required = metric::FROM_FIRMWARE
         .iter()
         .chain(metric::required_by(scenario))
@@ -206,35 +203,17 @@ pub fn record(
     // it cannot, the record says why.
     let mut notes = session.notes.clone();
     let mut arena_prediction = None;
-    let predicts = (scenario == SINGLE_FRAME || scenario == MULTI_MODEL) && predicts_for(board);
-    if predicts {
+    if (scenario == SINGLE_FRAME || scenario == MULTI_MODEL) && predicts_for(board) {
         let cannot = |e: ReadError| target(format!("the analyzer cannot predict the arena of the model it ran: {e}"));
-        let (predicted, caveats) = match &spec.set {
-            None => {
-                let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner).map_err(cannot)?;
-                (analysis.predicted_arena_bytes, analysis.caveats)
-            }
-            Some(set) => {
-                let analyses = model
-                    .residents
-                    .iter()
-                    .map(|m| Analysis::of(&m.spec.name, &m.parsed, firmware.tflm, m.spec.planner))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(cannot)?;
-                let members: Vec<_> = analyses.iter().zip(&model.residents).map(|(a, m)| (a, &m.parsed)).collect();
-                let predicted = SetAnalysis::of(&members).map_err(cannot)?.and_then(|s| s.bytes(set.sharing));
-                (predicted, analyses.into_iter().flat_map(|a| a.caveats).collect())
-            }
-        };
-        match predicted {
-            Some(predicted) => {
+        match predict(model, firmware).map_err(cannot)? {
+            Ok(predicted) => {
                 arena_prediction = Some(ArenaPrediction {
                     predicted_bytes: predicted as i64,
                     measured_bytes: metrics[metric::ARENA_USED_BYTES],
                 })
             }
-            None => {
-                notes.insert(NOT_PREDICTED.into(), caveats.join("; "));
+            Err(caveats) => {
+                notes.insert(NOT_PREDICTED.into(), caveats);
             }
         }
     }
@@ -252,6 +231,99 @@ pub fn record(
         arena_prediction,
         tflm_breakdown: None,
         spread: Default::default(),
+        footprint: None,
+    })
+}
+
+/// The figures of the image itself: the model's size, and what the linker
+/// fixed in the ELF.
+fn image_figures(firmware: &Firmware, sizes: ImageSizes) -> BTreeMap<String, i64> {
+    let mut metrics = BTreeMap::new();
+    metrics.insert(metric::MODEL_BYTES.into(), firmware.model_bytes as i64);
+    if let Some(flash) = sizes.flash_bytes {
+        metrics.insert(metric::FLASH_BYTES.into(), flash as i64);
+    }
+    metrics.insert(metric::STATIC_RAM_BYTES.into(), sizes.static_ram_bytes as i64);
+    metrics.insert(metric::ARENA_CAPACITY_BYTES.into(), sizes.arena_capacity_bytes as i64);
+    metrics.insert(metric::POOL_CAPACITY_BYTES.into(), sizes.pool_capacity_bytes as i64);
+    metrics
+}
+
+/// The analyzer's prediction of the arena TFLM will use for the image's
+/// model (or set), or the caveats that keep it from one.
+fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize, String>, ReadError> {
+    let spec = &model.spec;
+    let (predicted, caveats) = match &spec.set {
+        None => {
+            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner)?;
+            (analysis.predicted_arena_bytes, analysis.caveats)
+        }
+        Some(set) => {
+            let analyses = model
+                .residents
+                .iter()
+                .map(|m| Analysis::of(&m.spec.name, &m.parsed, firmware.tflm, m.spec.planner))
+                .collect::<Result<Vec<_>, _>>()?;
+            let members: Vec<_> = analyses.iter().zip(&model.residents).map(|(a, m)| (a, &m.parsed)).collect();
+            let predicted = SetAnalysis::of(&members)?.and_then(|s| s.bytes(set.sharing));
+            (predicted, analyses.into_iter().flat_map(|a| a.caveats).collect())
+        }
+    };
+    Ok(predicted.ok_or_else(|| caveats.join("; ")))
+}
+
+/// The record of an image that needs no running target: its figures from
+/// the model file and the ELF, the analyzer's arena prediction and least
+/// arena, its footprint by component, and whether it lies inside its
+/// board's regions (a check per region, failed with the overflow in bytes).
+pub fn build_record(
+    board: &Board,
+    model: &Model,
+    firmware: &Firmware,
+    sizes: ImageSizes,
+) -> Result<Measurement, RunError> {
+    let spec = &model.spec;
+    let mut metrics = image_figures(firmware, sizes);
+    let mut notes = BTreeMap::new();
+    if predicts_for(board) {
+        let context = context(board, spec, BUILD);
+        let cannot =
+            |e: ReadError| RunError::Image { context, error: format!("the analyzer cannot read the model: {e}") };
+        match predict(model, firmware).map_err(cannot)? {
+            Ok(predicted) => {
+                metrics.insert(metric::PREDICTED_ARENA_BYTES.into(), predicted as i64);
+            }
+            Err(caveats) => {
+                notes.insert(NOT_PREDICTED.into(), caveats);
+            }
+        }
+        if spec.set.is_none() {
+            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner).ok();
+            if let Some(least) = analysis.and_then(|a| a.minimum_arena_bytes) {
+                metrics.insert(metric::LEAST_ARENA_BYTES.into(), least as i64);
+            }
+        }
+    }
+    let checks = elf::placement(&firmware.elf, &board.layout)?
+        .into_iter()
+        .map(|used| Check {
+            name: format!("{} inside {}", used.what, used.region),
+            passed: used.overflow() == 0,
+            detail: used.describe(),
+        })
+        .collect();
+    let footprint = footprint::of(&firmware.elf, &map_path(&firmware.elf), &board.layout, &sizes)?;
+    Ok(Measurement {
+        board: board.name.clone(),
+        model: spec.name.clone(),
+        scenario: BUILD.into(),
+        metrics,
+        notes,
+        checks,
+        arena_prediction: None,
+        tflm_breakdown: None,
+        spread: Default::default(),
+        footprint: Some(footprint),
     })
 }
 

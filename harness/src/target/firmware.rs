@@ -82,13 +82,17 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     write_if_changed(&kernels_path, kernels.as_bytes()).map_err(io("cannot write", &kernels_path))?;
     let spec = &model.spec;
 
+    // Model and scenario data are statics of their own, named so that the
+    // footprint can tell them from the firmware's code and data.
+    let mut data = named_bytes("HILMEM_MODEL", model.bytes.len(), &model_path, true)?;
     let mut inputs = Vec::new();
     let mut largest = 0;
     for (i, (input, bytes)) in spec.inputs.iter().zip(&model.inputs).enumerate() {
         largest = largest.max(bytes.len());
         let path = dir.join(format!("input-{i}.bin"));
         write_if_changed(&path, bytes).map_err(io("cannot write", &path))?;
-        inputs.push(format!("    ({:?}, include_bytes!({})),\n", input.name, rust_str(&path)?));
+        data += &named_bytes(&format!("HILMEM_INPUT_{i}"), bytes.len(), &path, false)?;
+        inputs.push(format!("    ({:?}, &HILMEM_INPUT_{i}),\n", input.name));
     }
     // The update the concurrent-OTA scenario receives: header and model, as
     // one package, and the arriving model's first input.
@@ -110,6 +114,8 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     largest = model.residents.iter().map(|m| m.inputs[0].len()).fold(largest, usize::max);
     let ota_input_path = dir.join("ota-input.bin");
     write_if_changed(&ota_input_path, ota_input).map_err(io("cannot write", &ota_input_path))?;
+    data += &named_bytes("HILMEM_OTA_PACKAGE", package.len(), &package_path, false)?;
+    data += &named_bytes("HILMEM_OTA_INPUT", ota_input.len(), &ota_input_path, false)?;
 
     let (budget, gate) = (&board.budget, &board.gate);
     let identity = identity(&board.name, &spec.name, tflm_identity(runtime).as_deref());
@@ -120,11 +126,12 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
          pub const CPU_PART: u16 = {part:#x};\n\
          pub const ARENA_BYTES: usize = {arena};\n\
          pub const LARGEST_INPUT_BYTES: usize = {largest};\n\
-         pub static MODEL: &[u8] = &Aligned(*include_bytes!({model_path})).0;\n\
+         {data}\
+         pub static MODEL: &[u8] = &HILMEM_MODEL.0;\n\
          pub static INPUTS: [(&str, &[u8]); {count}] = [\n{inputs}];\n\
-         pub static OTA_PACKAGE: &[u8] = include_bytes!({package_path});\n\
+         pub static OTA_PACKAGE: &[u8] = &HILMEM_OTA_PACKAGE;\n\
          pub const OTA_MODEL_BYTES: usize = {ota_model_bytes};\n\
-         pub static OTA_INPUTS: [(&str, &[u8]); 1] = [({ota_input_name:?}, include_bytes!({ota_input_path}))];\n\
+         pub static OTA_INPUTS: [(&str, &[u8]); 1] = [({ota_input_name:?}, &HILMEM_OTA_INPUT)];\n\
          pub const BUDGET: arena::budget::Budget = arena::budget::{budget:?};\n\
          pub const GATE: arena::budget::Gate = arena::budget::{gate:?};\n\
          /// Read from the ELF by the harness before it deploys the image.\n\
@@ -133,13 +140,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         model = spec.name,
         part = board.cpu.part,
         arena = arena,
-        model_path = rust_str(&model_path)?,
         count = inputs.len(),
         inputs = inputs.concat(),
-        package_path = rust_str(&package_path)?,
         ota_model_bytes = ota_model.len(),
         ota_input_name = ota_output_name(&ota.input.name),
-        ota_input_path = rust_str(&ota_input_path)?,
         id_len = identity.len(),
     );
     if let Some(machine) = board.qemu_machine() {
@@ -158,12 +162,11 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         let input_path = dir.join(format!("resident-{i}-input.bin"));
         write_if_changed(&input_path, &resident.inputs[0]).map_err(io("cannot write", &input_path))?;
         let own = if shared { 0 } else { resident.arena_bytes(board, runtime.generation())? };
+        config += &named_bytes(&format!("HILMEM_MODEL_{i}"), resident.bytes.len(), &model_path, true)?;
+        config += &named_bytes(&format!("HILMEM_RESIDENT_INPUT_{i}"), resident.inputs[0].len(), &input_path, false)?;
         residents += &format!(
-            "    ({:?}, &Aligned(*include_bytes!({})).0, {:?}, include_bytes!({}), {own}),\n",
-            resident.spec.name,
-            rust_str(&model_path)?,
-            resident.spec.inputs[0].name,
-            rust_str(&input_path)?,
+            "    ({:?}, &HILMEM_MODEL_{i}.0, {:?}, &HILMEM_RESIDENT_INPUT_{i}, {own}),\n",
+            resident.spec.name, resident.spec.inputs[0].name,
         );
     }
     config += &format!(
@@ -182,6 +185,17 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         model.bytes.len() as u64
     } else {
         model.residents.iter().map(|m| m.bytes.len() as u64).sum()
+    })
+}
+
+/// A static named `name` holding the `len` bytes of the file at `path`
+/// (16-byte aligned for a model), kept under its name in the ELF.
+fn named_bytes(name: &str, len: usize, path: &Path, model: bool) -> Result<String, BuildError> {
+    let path = rust_str(path)?;
+    Ok(if model {
+        format!("#[no_mangle]\npub static {name}: Aligned<[u8; {len}]> = Aligned(*include_bytes!({path}));\n")
+    } else {
+        format!("#[no_mangle]\npub static {name}: [u8; {len}] = *include_bytes!({path});\n")
     })
 }
 
@@ -370,6 +384,7 @@ pub fn build(
         .args(variant.cargo_args(board))
         .env("HILMEM_BUILD_CONFIG", &config_dir)
         .env("HILMEM_TFLM_CACHE", ws.tflm_cache())
+        .env("HILMEM_LINK_MAP", cargo_dir.join(LINK_MAP))
         .env_remove(TFLM_DIR_VAR)
         .env("CARGO_ENCODED_RUSTFLAGS", rustflags(ws));
     if let Some(dir) = runtime.dir() {
@@ -379,6 +394,8 @@ pub fn build(
 
     let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");
     let elf = elf_path(ws, board, name, runtime, variant);
+    // The map first: an image is never newer than the map that describes it.
+    copy_atomic(&cargo_dir.join(LINK_MAP), &map_path(&elf)).map_err(io("cannot store the linker map"))?;
     copy_atomic(&linked, &elf).map_err(io("cannot store the firmware image"))?;
     Ok(Firmware {
         elf,
@@ -388,6 +405,14 @@ pub fn build(
         tflm: runtime.generation(),
         tflm_identity: tflm_identity(runtime),
     })
+}
+
+/// The linker's map of the image a target directory last linked.
+const LINK_MAP: &str = "hilmem-firmware.map";
+
+/// The linker's map of the image at `elf`, kept beside it.
+pub fn map_path(elf: &Path) -> PathBuf {
+    elf.with_extension("map")
 }
 
 /// Where the build of `model` for `board` on `runtime` leaves its image.

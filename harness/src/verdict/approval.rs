@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::gitrepo::{self, GitError};
+use crate::run::measurement::BUILD;
 use crate::run::results::{Meta, Results};
 use crate::verdict::baseline::{file_path, is_baselined, now, read, BaselineError, BaselineFile, Source};
 use crate::verdict::compare::{diff_rows, Comparison, Row};
@@ -54,11 +55,12 @@ pub fn write_pending(
         if changed.is_empty() {
             continue;
         }
-        let mut file = BaselineFile { meta: image.meta(results), scenario: BTreeMap::new() };
+        let mut file = BaselineFile { meta: image.meta(results), scenario: BTreeMap::new(), footprint: None };
         let records = results.records.iter().filter(|r| r.board == image.board && r.model == image.model);
         for record in records.filter(|r| changed.contains(&r.scenario.as_str())) {
             let figures = record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.clone(), *v));
             file.scenario.insert(record.scenario.clone(), figures.collect());
+            file.footprint = file.footprint.or(record.footprint.clone());
         }
         let path = file_path(&dir, &image.board, &image.model);
         file.write(&path)?;
@@ -118,15 +120,21 @@ pub fn approve(
     for (board, model, path) in pending(results_dir)? {
         let mut candidate = read(&path, &board, &model)?;
         let target = file_path(baselines_dir, &board, &model);
-        let mut baseline = Source::WorkTree(baselines_dir.to_owned())
-            .load(&board, &model)?
-            .unwrap_or(BaselineFile { meta: candidate.meta.clone(), scenario: BTreeMap::new() });
+        let mut baseline = Source::WorkTree(baselines_dir.to_owned()).load(&board, &model)?.unwrap_or(BaselineFile {
+            meta: candidate.meta.clone(),
+            scenario: BTreeMap::new(),
+            footprint: None,
+        });
         let taken: Vec<String> =
             candidate.scenario.keys().filter(|s| filters.iter().any(|f| f.takes(&board, &model, s))).cloned().collect();
         if taken.is_empty() {
             continue;
         }
         for scenario in &taken {
+            // The footprint goes with the build record it came from.
+            if scenario == BUILD {
+                baseline.footprint = candidate.footprint.take().or(baseline.footprint);
+            }
             let new = candidate.scenario.remove(scenario).expect("listed above");
             let old = baseline.scenario.insert(scenario.clone(), new.clone()).unwrap_or_default();
             approval.diff.extend(diff_rows(&board, &model, scenario, &old, &new));
@@ -192,6 +200,7 @@ mod tests {
         BaselineFile {
             meta: meta(model),
             scenario: scenarios.iter().map(|&(s, f)| (s.to_owned(), figures(f))).collect(),
+            footprint: None,
         }
     }
 
@@ -261,6 +270,7 @@ mod tests {
             baseline,
             measured,
             verdict: crate::verdict::compare::verdict(Default::default(), baseline, measured),
+            moved: Vec::new(),
         }
     }
 
@@ -289,6 +299,7 @@ mod tests {
             arena_prediction: None,
             tflm_breakdown: None,
             spread: Default::default(),
+            footprint: None,
         };
         let results = Results {
             format: 1,

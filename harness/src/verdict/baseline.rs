@@ -11,6 +11,7 @@ use crate::fsutil::write_atomic;
 use crate::gitrepo::{self, GitError};
 use crate::run::results::Meta;
 use crate::strict_toml::{self, TomlError};
+use crate::target::footprint::Footprint;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
@@ -31,6 +32,10 @@ pub struct BaselineFile {
     pub meta: Meta,
     /// Scenario, then metric name, then value.
     pub scenario: BTreeMap<String, BTreeMap<String, i64>>,
+    /// The build record's flash and static RAM by component, kept so that a
+    /// comparison can say which components moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<Footprint>,
 }
 
 /// Only memory figures are baselined; counts and flags are not.
@@ -218,6 +223,10 @@ mod tests {
                 "single-frame".into(),
                 BTreeMap::from([("arena_used_bytes".into(), 1472), ("stack_peak_bytes".into(), 2016)]),
             )]),
+            footprint: Some(Footprint {
+                flash: BTreeMap::from([("kernel:CONV_2D".into(), 2340), ("tflm-core".into(), 14_380)]),
+                static_ram: BTreeMap::from([("firmware".into(), 28_953)]),
+            }),
         }
     }
 

@@ -6,8 +6,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::run::measurement::metric;
 use crate::run::results::Results;
 use crate::strict_toml::{self, TomlError};
+use crate::target::footprint::{moved, Footprint};
 use crate::verdict::baseline::{is_baselined, list, BaselineError, BaselineFile, Source};
 
 /// How much a noisy metric may move either way before it counts: more is a
@@ -104,6 +106,10 @@ pub struct Row {
     pub baseline: Option<i64>,
     pub measured: Option<i64>,
     pub verdict: Verdict,
+    /// For `flash_bytes` and `static_ram_bytes` in the build record: the
+    /// components of the footprint that moved, largest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<(String, i64)>,
 }
 
 impl Row {
@@ -182,7 +188,18 @@ pub fn compare(results: &Results, source: &Source, policy: &Policy) -> Result<Co
         if !baselines.contains_key(&key) {
             baselines.insert(key.clone(), source.load(&record.board, &record.model)?);
         }
-        let approved = baselines[&key].as_ref().and_then(|b| b.scenario.get(&record.scenario));
+        let baseline_file = baselines[&key].as_ref();
+        let approved = baseline_file.and_then(|b| b.scenario.get(&record.scenario));
+        // Which components moved, where both sides have a footprint.
+        let parts = |f: &Footprint, metric: &str| match metric {
+            metric::FLASH_BYTES => Some(f.flash.clone()),
+            metric::STATIC_RAM_BYTES => Some(f.static_ram.clone()),
+            _ => None,
+        };
+        let moved = |metric: &str| match (baseline_file.and_then(|b| b.footprint.as_ref()), &record.footprint) {
+            (Some(old), Some(new)) => parts(old, metric).zip(parts(new, metric)).map(|(o, n)| moved(&o, &n)),
+            _ => None,
+        };
         let measured: BTreeMap<&str, i64> =
             record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.as_str(), *v)).collect();
         let mut names: Vec<&str> = measured.keys().copied().collect();
@@ -200,6 +217,7 @@ pub fn compare(results: &Results, source: &Source, policy: &Policy) -> Result<Co
                 baseline,
                 measured: value,
                 verdict: verdict(policy.tolerance(&record.board, metric), baseline, value),
+                moved: if baseline != value { moved(metric).unwrap_or_default() } else { Vec::new() },
             });
         }
     }
@@ -249,6 +267,7 @@ pub fn diff_rows(
                 baseline,
                 measured,
                 verdict: verdict(Default::default(), baseline, measured),
+                moved: Vec::new(),
             }
         })
         .collect()
@@ -328,6 +347,7 @@ mod tests {
             baseline: Some(1),
             measured: Some(1),
             verdict,
+            moved: Vec::new(),
         };
         let c = |v| Comparison {
             against: "work tree".into(),

@@ -8,6 +8,7 @@ use std::path::Path;
 use harness::report;
 use harness::run::measurement::{ArenaPrediction, Check, Measurement, Recorded, TflmBreakdown, RECORDED};
 use harness::run::results::{Failed, Results, RESULTS_FORMAT};
+use harness::target::footprint::Footprint;
 use harness::verdict::compare::{Comparison, Row, RuntimeChange, Verdict};
 
 fn check(rendered: &str, name: &str) {
@@ -44,6 +45,35 @@ fn fixture() -> (Results, Comparison) {
             Measurement {
                 board: "qemu-m7".into(),
                 model: "hello_world".into(),
+                scenario: "build".into(),
+                metrics: BTreeMap::from([
+                    ("flash_bytes".to_owned(), 177_796),
+                    ("model_bytes".to_owned(), 2512),
+                    ("predicted_arena_bytes".to_owned(), 1456),
+                    ("static_ram_bytes".to_owned(), 34_612),
+                ]),
+                notes: BTreeMap::new(),
+                checks: vec![Check {
+                    name: "flash image inside FLASH".into(),
+                    passed: true,
+                    detail: "177800 bytes of FLASH (4194304 bytes at 0x00000000)".into(),
+                }],
+                arena_prediction: None,
+                tflm_breakdown: None,
+                spread: BTreeMap::new(),
+                footprint: Some(Footprint {
+                    flash: BTreeMap::from([
+                        ("firmware".into(), 100_000),
+                        ("kernel:CONV_2D".into(), 2340),
+                        ("model".into(), 2512),
+                        ("other".into(), 72_944),
+                    ]),
+                    static_ram: BTreeMap::from([("firmware".into(), 34_600), ("kernel:CONV_2D".into(), 12)]),
+                }),
+            },
+            Measurement {
+                board: "qemu-m7".into(),
+                model: "hello_world".into(),
                 scenario: "single-frame".into(),
                 metrics: metrics(1480, 2016),
                 notes: BTreeMap::new(),
@@ -60,6 +90,7 @@ fn fixture() -> (Results, Comparison) {
                         .collect(),
                 }),
                 spread: BTreeMap::new(),
+                footprint: None,
             },
             Measurement {
                 board: "qemu-m7".into(),
@@ -71,6 +102,7 @@ fn fixture() -> (Results, Comparison) {
                 arena_prediction: None,
                 tflm_breakdown: None,
                 spread: BTreeMap::new(),
+                footprint: None,
             },
         ],
         failed: vec![Failed {
@@ -88,6 +120,7 @@ fn fixture() -> (Results, Comparison) {
         baseline,
         measured,
         verdict,
+        moved: Vec::new(),
     };
     let comparison = Comparison {
         against: "HEAD~1".into(),
@@ -98,6 +131,10 @@ fn fixture() -> (Results, Comparison) {
             to: "tflite-micro 90b983c2b3f1".into(),
         }],
         rows: vec![
+            Row {
+                moved: vec![("kernel:CONV_2D".into(), 2340), ("other".into(), -4)],
+                ..row("build", "flash_bytes", Some(175_460), Some(177_796), Verdict::Regressed)
+            },
             row("single-frame", "arena_used_bytes", Some(1472), Some(1480), Verdict::Regressed),
             row("single-frame", "stack_peak_bytes", Some(2000), Some(2016), Verdict::WithinTolerance),
             row("single-frame", "static_ram_bytes", Some(34_700), Some(34_612), Verdict::Improved),

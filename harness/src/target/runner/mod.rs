@@ -122,14 +122,20 @@ fn start_target(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<d
         }
         (Runner::Host, _) => Ok(Box::new(child::Stdio::start(Command::new(elf), &elf.display().to_string(), "")?)),
         (Runner::ProbeRs { chip, probe }, _) => {
-            let selector = match (&options.probe, probe) {
-                (Some(chosen), _) => Some(chosen.clone()),
-                (None, Some(profile)) => Some(Selector::parse(profile).map_err(probe::ProbeError::from)?),
-                (None, None) => None,
-            };
+            let selector = probe_selector(probe.as_deref(), options)?;
             Ok(Box::new(probe::ProbeTarget::start(chip, selector.as_ref(), elf)?))
         }
     }
+}
+
+/// The probe a run asks for: the command line's, else the profile's
+/// (`profile`), else any single one (None).
+pub fn probe_selector(profile: Option<&str>, options: &RunOptions) -> Result<Option<Selector>, probe::ProbeError> {
+    Ok(match (&options.probe, profile) {
+        (Some(chosen), _) => Some(chosen.clone()),
+        (None, Some(profile)) => Some(Selector::parse(profile)?),
+        (None, None) => None,
+    })
 }
 
 /// QEMU arguments that put the UART on standard input and output.

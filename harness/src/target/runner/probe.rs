@@ -17,6 +17,7 @@ use probe_rs::{BreakpointCause, CoreStatus, HaltReason, Permissions, Session};
 
 use crate::fsutil::Lock;
 use crate::spec::hardware::{BadSelector, Selector};
+use crate::target::elf::{ElfError, Image};
 
 use super::lines::LineBuffer;
 use super::{Ending, Next, RunnerError, Target};
@@ -209,13 +210,81 @@ fn selector_of(probe: &ProbeSummary) -> probe_rs::probe::DebugProbeSelector {
     }
 }
 
-/// The address of `_SEGGER_RTT` in the image, so the probe need not scan RAM.
+/// The RTT control block's symbol.
+const RTT_SYMBOL: &str = "_SEGGER_RTT";
+
+/// The address of the RTT control block in the image, so the probe need not
+/// scan RAM.
 fn rtt_control_block(elf: &Path) -> Option<u64> {
-    use object::{Object, ObjectSymbol};
-    let data = std::fs::read(elf).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    let address = file.symbols().find(|s| s.name() == Ok("_SEGGER_RTT"))?.address();
-    Some(address)
+    Image::read(elf).ok()?.symbol(RTT_SYMBOL).ok().map(|(address, _)| address)
+}
+
+/// What deploying an image to a board would do, found without touching a
+/// probe: the probe that would be chosen (or why none would), the flash
+/// ranges that would be written and the chip's regions they fall in, and the
+/// RTT control block the harness would read.
+#[derive(Debug)]
+pub struct DryRun {
+    pub chip: String,
+    pub probe: Result<ProbeSummary, ProbeError>,
+    /// Start, bytes and the chip's flash region of each range written.
+    pub writes: Vec<(u64, u64, String)>,
+    /// The control block's address and the chip's RAM region holding it.
+    pub rtt: (u64, String),
+}
+
+/// Why an image cannot be deployed to its chip at all.
+#[derive(Debug, thiserror::Error)]
+pub enum DryRunError {
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    #[error(transparent)]
+    Elf(#[from] ElfError),
+    #[error("{elf}: {bytes} bytes at {start:#010x} would be flashed outside the {chip}'s flash ({regions})")]
+    OutsideFlash { elf: PathBuf, chip: String, start: u64, bytes: u64, regions: String },
+    #[error("refusing to deploy {elf}: it was built as `{found}`, expected `{expected}`")]
+    WrongImage { elf: PathBuf, found: String, expected: String },
+    #[error("{elf}: the RTT control block `{RTT_SYMBOL}` {why}")]
+    Rtt { elf: PathBuf, why: String },
+}
+
+/// Checks `elf` against `chip`'s memory map as probe-rs knows it, and says
+/// which of the attached probes `wanted` (or the only one) would be used.
+pub fn dry_run(chip: &str, wanted: Option<&Selector>, elf: &Path) -> Result<DryRun, DryRunError> {
+    let registry = probe_rs::config::Registry::from_builtin_families();
+    let target = registry
+        .get_target_by_name(chip)
+        .map_err(|e| ProbeError::UnknownChip { chip: chip.to_owned(), why: e.to_string() })?;
+    let image = Image::read(elf)?;
+    let name = |n: &Option<String>| n.clone().unwrap_or_else(|| "unnamed".into());
+    let flash: Vec<_> = target.memory_map.iter().filter_map(|r| r.as_nvm_region()).collect();
+    let mut writes = Vec::new();
+    for &(start, bytes) in image.segments.iter().filter(|(_, bytes)| *bytes > 0) {
+        let region = flash.iter().find(|r| r.range.start <= start && start + bytes <= r.range.end);
+        let Some(region) = region else {
+            let regions: Vec<String> =
+                flash.iter().map(|r| format!("{} {:#x}..{:#x}", name(&r.name), r.range.start, r.range.end)).collect();
+            return Err(DryRunError::OutsideFlash {
+                elf: elf.to_owned(),
+                chip: chip.to_owned(),
+                start,
+                bytes,
+                regions: regions.join(", "),
+            });
+        };
+        writes.push((start, bytes, name(&region.name)));
+    }
+    let rtt_err = |why: String| DryRunError::Rtt { elf: elf.to_owned(), why };
+    let (address, _) = image.symbol(RTT_SYMBOL).map_err(|_| rtt_err("is not in the image".into()))?;
+    let ram = target.memory_map.iter().filter_map(|r| r.as_ram_region()).find(|r| r.range.contains(&address));
+    let ram = ram.ok_or_else(|| rtt_err(format!("at {address:#010x} is in no RAM of the {chip} a probe can read")))?;
+    let probes = attached();
+    Ok(DryRun {
+        chip: chip.to_owned(),
+        probe: select(&probes, wanted).cloned(),
+        writes,
+        rtt: (address, name(&ram.name)),
+    })
 }
 
 fn session_error(e: impl fmt::Display) -> RunnerError {
