@@ -1,13 +1,15 @@
 //! `cargo xtask ci`: exactly what CI runs, in order: formatting, lints, the
-//! workflow files, the test suite, and every emulated board against the
+//! workflow files, the test suite, every emulated board against the
 //! approved baselines (a pull request against its merge base), with the
-//! reports in target/hilmem/. Each step is the command a developer would
+//! reports in target/hilmem/, and the real boards built and checked without
+//! running (`hil --build-only`), with theirs in target/hilmem/build-only/. Each step is the command a developer would
 //! type.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use harness::spec::board;
 use harness::spec::runtime::Choice;
 use harness::{doctor, Workspace};
 
@@ -29,6 +31,9 @@ pub struct Args {
     tflm: Option<String>,
 }
 
+/// Where CI's build-only run of the real boards writes its results.
+const BUILD_ONLY_OUT: &str = "target/hilmem/build-only";
+
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     // A wrong TFLM stops CI before its first step, not at its last.
@@ -40,6 +45,13 @@ pub fn run(args: Args) -> Result<i32> {
 
     let mut hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against, "--report"]);
     hil.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
+    // The boards behind a probe, which no hosted runner has, are built and
+    // checked without running: their own results beside the emulated ones.
+    let mut build_only = strings(&["hil", "--build-only", "--against", &args.against, "--out", BUILD_ONLY_OUT]);
+    for board in board::load_all(&ws)?.into_iter().filter(|b| !b.is_emulated()) {
+        build_only.extend(["--board".to_owned(), board.name]);
+    }
+    build_only.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
     let test_tflm = args.test_tflm.map(|given| tflm_checkout(ws.root(), &given)).transpose()?;
 
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
@@ -62,6 +74,7 @@ pub fn run(args: Args) -> Result<i32> {
         ("workflow files (actionlint)", actionlint.as_os_str(), vec![]),
         ("tests", xtask.as_os_str(), strings(&["test"])),
         ("emulated boards against the baselines", xtask.as_os_str(), hil),
+        ("real boards, build only, against the baselines", xtask.as_os_str(), build_only),
     ];
     let mut failed = Vec::new();
     for (name, program, args) in steps {

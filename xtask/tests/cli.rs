@@ -481,3 +481,54 @@ fn a_binary_from_another_checkout_refuses_to_run() {
     assert!(message.contains(&here) && message.contains(&other.path().display().to_string()), "{message}");
     assert!(!other.path().join("out").exists());
 }
+
+/// The number before `what` in `text`: `75712` in `... 75712 bytes outside`.
+fn number_before(text: &str, what: &str) -> u64 {
+    let before = &text[..text.find(what).unwrap_or_else(|| panic!("no `{what}` in: {text}"))];
+    before.trim_end().rsplit(' ').next().unwrap().trim_start_matches('(').parse().unwrap()
+}
+
+#[test]
+fn an_image_outside_its_boards_regions_is_exit_1_with_the_region_and_the_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    // The H743's arena has a region of its own (512 KiB of AXI SRAM); the
+    // nRF52840's shares RAM with static data, below the stack.
+    let file = models_file(
+        dir.path(),
+        &format!("[[model]]\nname = \"hello_big\"\nfile = \"{}\"\narena_bytes = 600000\n[[model.input]]\nname = \"x\"\nvalues = [0.5]\n", hello_world()),
+    );
+    let args = ["hil", "--build-only", "--config", &file, "--out", out_dir.to_str().unwrap()];
+    let out = xtask(&[&args[..], &["--board", "nucleo-h743", "--board", "nrf52840-dk"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let text = text(&out);
+    assert!(text.contains("tensor arena inside ARENA: 600000 bytes at 0x24000000: 75712 bytes outside ARENA (524288 bytes at 0x24000000)"), "{text}");
+    let line =
+        text.lines().find(|l| l.contains("bytes outside RAM below the stack")).unwrap_or_else(|| panic!("{text}"));
+    // start + size - (origin + length), from the numbers the line gives.
+    let at = line.find("600000 bytes at 0x").unwrap() + "600000 bytes at 0x".len();
+    let start = u64::from_str_radix(&line[at..at + 8], 16).unwrap();
+    let length = number_before(line, "bytes at 0x20000000)");
+    assert_eq!(number_before(line, "bytes outside"), start + 600_000 - (0x2000_0000 + length), "{line}");
+    assert!(!text.contains("running single-frame"), "an image that does not fit is not run: {text}");
+}
+
+#[test]
+fn a_dry_run_names_what_it_would_flash_and_exits_2_without_a_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let out = xtask(&["hil", "--board", "nucleo-h743", "--model", "hello_world", "--dry-run", "--out", out_dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let text = text(&out);
+    for expected in [
+        "nucleo-h743/hello_world: would flash target/firmware/nucleo-h743/elf/hello_world.elf to the STM32H743ZITx: 1024 bytes at 0x08000000 (BANK_1)",
+        "nucleo-h743/hello_world: RTT control block at 0x2",
+        ", in DTCM",
+        "nucleo-h743/hello_world: probe: no debug probe is attached; nothing was flashed",
+    ] {
+        assert!(text.contains(expected), "expected `{expected}` in:\n{text}");
+    }
+    let out = xtask(&["hil", "--board", "qemu-m7", "--model", "hello_world", "--dry-run", "--out", out_dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", self::text(&out));
+    assert!(self::text(&out).contains("board `qemu-m7` is not deployed through a debug probe"), "{}", self::text(&out));
+}

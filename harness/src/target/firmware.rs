@@ -82,8 +82,9 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     write_if_changed(&kernels_path, kernels.as_bytes()).map_err(io("cannot write", &kernels_path))?;
     let spec = &model.spec;
 
-    // Model and scenario data are statics of their own, named so that the
-    // footprint can tell them from the firmware's code and data.
+    // The models and the update package are statics of their own, named so
+    // that the footprint can tell them from the firmware's code and data.
+    // (Inputs stay anonymous: equal inputs then share their bytes.)
     let mut data = named_bytes("HILMEM_MODEL", model.bytes.len(), &model_path, true)?;
     let mut inputs = Vec::new();
     let mut largest = 0;
@@ -91,8 +92,7 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         largest = largest.max(bytes.len());
         let path = dir.join(format!("input-{i}.bin"));
         write_if_changed(&path, bytes).map_err(io("cannot write", &path))?;
-        data += &named_bytes(&format!("HILMEM_INPUT_{i}"), bytes.len(), &path, false)?;
-        inputs.push(format!("    ({:?}, &HILMEM_INPUT_{i}),\n", input.name));
+        inputs.push(format!("    ({:?}, include_bytes!({})),\n", input.name, rust_str(&path)?));
     }
     // The update the concurrent-OTA scenario receives: header and model, as
     // one package, and the arriving model's first input.
@@ -115,7 +115,6 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     let ota_input_path = dir.join("ota-input.bin");
     write_if_changed(&ota_input_path, ota_input).map_err(io("cannot write", &ota_input_path))?;
     data += &named_bytes("HILMEM_OTA_PACKAGE", package.len(), &package_path, false)?;
-    data += &named_bytes("HILMEM_OTA_INPUT", ota_input.len(), &ota_input_path, false)?;
 
     let (budget, gate) = (&board.budget, &board.gate);
     let identity = identity(&board.name, &spec.name, tflm_identity(runtime).as_deref());
@@ -131,7 +130,7 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
          pub static INPUTS: [(&str, &[u8]); {count}] = [\n{inputs}];\n\
          pub static OTA_PACKAGE: &[u8] = &HILMEM_OTA_PACKAGE;\n\
          pub const OTA_MODEL_BYTES: usize = {ota_model_bytes};\n\
-         pub static OTA_INPUTS: [(&str, &[u8]); 1] = [({ota_input_name:?}, &HILMEM_OTA_INPUT)];\n\
+         pub static OTA_INPUTS: [(&str, &[u8]); 1] = [({ota_input_name:?}, include_bytes!({ota_input_path}))];\n\
          pub const BUDGET: arena::budget::Budget = arena::budget::{budget:?};\n\
          pub const GATE: arena::budget::Gate = arena::budget::{gate:?};\n\
          /// Read from the ELF by the harness before it deploys the image.\n\
@@ -144,6 +143,7 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         inputs = inputs.concat(),
         ota_model_bytes = ota_model.len(),
         ota_input_name = ota_output_name(&ota.input.name),
+        ota_input_path = rust_str(&ota_input_path)?,
         id_len = identity.len(),
     );
     if let Some(machine) = board.qemu_machine() {
@@ -163,10 +163,11 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         write_if_changed(&input_path, &resident.inputs[0]).map_err(io("cannot write", &input_path))?;
         let own = if shared { 0 } else { resident.arena_bytes(board, runtime.generation())? };
         config += &named_bytes(&format!("HILMEM_MODEL_{i}"), resident.bytes.len(), &model_path, true)?;
-        config += &named_bytes(&format!("HILMEM_RESIDENT_INPUT_{i}"), resident.inputs[0].len(), &input_path, false)?;
         residents += &format!(
-            "    ({:?}, &HILMEM_MODEL_{i}.0, {:?}, &HILMEM_RESIDENT_INPUT_{i}, {own}),\n",
-            resident.spec.name, resident.spec.inputs[0].name,
+            "    ({:?}, &HILMEM_MODEL_{i}.0, {:?}, include_bytes!({}), {own}),\n",
+            resident.spec.name,
+            resident.spec.inputs[0].name,
+            rust_str(&input_path)?,
         );
     }
     config += &format!(

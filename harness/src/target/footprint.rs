@@ -21,13 +21,13 @@ use crate::target::elf::{in_flash, ElfError, Image, ImageSizes, ARENA_SECTION, A
 pub const TFLM_CORE: &str = "tflm-core";
 /// One TFLM kernel, by the operators it registers: `kernel:CONV_2D`.
 pub const KERNEL: &str = "kernel:";
-/// The Rust firmware and arena layer (with the Rust core library), and the
-/// C shim over TFLM.
+/// The Rust firmware and arena layer (with the Rust core library and the
+/// scenarios' inputs), and the C shim over TFLM.
 pub const FIRMWARE: &str = "firmware";
 /// The model flatbuffers the image holds.
 pub const MODEL: &str = "model";
-/// The scenarios' inputs and the update package.
-pub const SCENARIO_DATA: &str = "scenario-data";
+/// The package the concurrent-OTA scenario receives (header and model).
+pub const UPDATE_PACKAGE: &str = "update-package";
 /// The C library and the compiler's runtime.
 pub const RUNTIME: &str = "runtime";
 /// Strings and constants the linker pooled from every object (merged
@@ -68,7 +68,7 @@ pub fn describe(component: &str) -> String {
         TFLM_CORE => "TFLM core",
         FIRMWARE => "Rust firmware, arena layer and shim",
         MODEL => "model data",
-        SCENARIO_DATA => "inputs and update package",
+        UPDATE_PACKAGE => "update package",
         RUNTIME => "C library and compiler runtime",
         MERGED => "strings and constants pooled by the linker",
         OTHER => "other (padding, linker-made data)",
@@ -290,8 +290,8 @@ impl Kernels {
                 let named = |prefixes: &[&str]| input.symbols.iter().any(|s| prefixes.iter().any(|p| s.starts_with(p)));
                 if named(&["HILMEM_MODEL"]) {
                     MODEL
-                } else if named(&["HILMEM_INPUT", "HILMEM_OTA_", "HILMEM_RESIDENT_INPUT"]) {
-                    SCENARIO_DATA
+                } else if named(&["HILMEM_OTA_PACKAGE"]) {
+                    UPDATE_PACKAGE
                 } else {
                     FIRMWARE
                 }
@@ -322,8 +322,8 @@ mod tests {
      4b0      4b0       40     1         <internal>:(.rodata.str1.1)
      4f0      4f0      100    16         /t/deps/hilmem_firmware-1.hilmem_firmware.2-cgu.0.rcgu.o:(.rodata.HILMEM_MODEL)
      4f0      4f0      100     1                 HILMEM_MODEL
-     5f0      5f0       10     1         /t/deps/hilmem_firmware-1.hilmem_firmware.2-cgu.0.rcgu.o:(.rodata.HILMEM_INPUT_0)
-     5f0      5f0       10     1                 HILMEM_INPUT_0
+     5f0      5f0       10     1         /t/deps/hilmem_firmware-1.hilmem_firmware.2-cgu.0.rcgu.o:(.rodata.HILMEM_OTA_PACKAGE)
+     5f0      5f0       10     1                 HILMEM_OTA_PACKAGE
 20000000 20000000       10     4 .bss
 20000000 20000000       10     4         /t/deps/hilmem_firmware-1.hilmem_firmware.2-cgu.0.rcgu.o:(.bss.HILMEM_POOL)
 ";
@@ -336,7 +336,7 @@ mod tests {
         let components: Vec<String> = inputs.iter().map(|i| kernels.component(i)).collect();
         let kernel = "kernel:CONV_2D";
         let expected =
-            [FIRMWARE, kernel, kernel, TFLM_CORE, FIRMWARE, RUNTIME, RUNTIME, MERGED, MODEL, SCENARIO_DATA, FIRMWARE];
+            [FIRMWARE, kernel, kernel, TFLM_CORE, FIRMWARE, RUNTIME, RUNTIME, MERGED, MODEL, UPDATE_PACKAGE, FIRMWARE];
         assert_eq!(components, expected);
         assert_eq!(inputs[1].symbols, ["tflite::Register_CONV_2D()"]);
         assert_eq!(inputs[10].output, ".bss");

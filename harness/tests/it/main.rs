@@ -2,6 +2,7 @@
 //! board and run under QEMU.
 
 mod analyzer;
+mod build_only;
 mod current_tflm;
 mod failures;
 mod firmware_runs;
