@@ -42,14 +42,19 @@ pub fn table(results: &Results) -> String {
         let columns: Vec<&str> =
             COLUMNS.iter().copied().filter(|c| records.iter().any(|r| r.metrics.contains_key(*c))).collect();
         let mut builder = Builder::default();
-        // The prediction goes right after the figure it predicts.
-        let predicted = records.iter().any(|r| r.arena_prediction.is_some());
-        let at = columns.iter().position(|c| *c == metric::ARENA_USED_BYTES).filter(|_| predicted).map(|i| i + 3);
+        // The prediction goes right after the figure it predicts (at the end
+        // when nothing ran): a run's against TFLM's figure, a build
+        // record's with the least arena.
+        let predicted = records
+            .iter()
+            .any(|r| r.arena_prediction.is_some() || r.metrics.contains_key(metric::PREDICTED_ARENA_BYTES));
+        let at = predicted
+            .then(|| columns.iter().position(|c| *c == metric::ARENA_USED_BYTES).map_or(2 + columns.len(), |i| i + 3));
         let mut header = vec!["model", "scenario"];
         header.extend(&columns);
         header.push("checks");
         if let Some(at) = at {
-            header.insert(at, "arena predicted (diff)");
+            header.insert(at, "arena predicted");
         }
         builder.push_record(header);
         for r in records {
@@ -57,7 +62,16 @@ pub fn table(results: &Results) -> String {
             row.extend(columns.iter().map(|name| r.metrics.get(*name).map_or("-".into(), i64::to_string)));
             row.push(check_summary(r));
             if let Some(at) = at {
-                row.insert(at, r.arena_prediction.map_or("-".into(), |p| prediction(&p)));
+                let built = |p: &i64| match r.metrics.get(metric::LEAST_ARENA_BYTES) {
+                    Some(least) => format!("{p}, least {least}"),
+                    None => p.to_string(),
+                };
+                let cell = match (&r.arena_prediction, r.metrics.get(metric::PREDICTED_ARENA_BYTES)) {
+                    (Some(p), _) => prediction(p),
+                    (None, Some(p)) => built(p),
+                    (None, None) => "-".into(),
+                };
+                row.insert(at, cell);
             }
             builder.push_record(row);
         }

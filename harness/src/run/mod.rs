@@ -315,8 +315,10 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     };
     // The image's own record; an image outside its board's regions is not
     // run.
-    let mut build = build_record(board, &model, &firmware, sizes);
-    let fits = build.as_ref().is_ok_and(Measurement::passed);
+    let (mut build, fits) = match build_record(board, &model, &firmware, sizes) {
+        Ok((record, placed)) => (Ok(record), placed),
+        Err(e) => (Err(e), false),
+    };
     if let (Ok(record), false, true) = (&mut build, fits, scenarios.len() > 1) {
         let skipped = scenarios[1..].join(", ");
         record.notes.insert(NOT_RUN.into(), format!("{skipped}: the image does not lie inside the board's regions"));

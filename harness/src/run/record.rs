@@ -274,17 +274,35 @@ fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize, String>, 
 
 /// The record of an image that needs no running target: its figures from
 /// the model file and the ELF, the analyzer's arena prediction and least
-/// arena, its footprint by component, and whether it lies inside its
-/// board's regions (a check per region, failed with the overflow in bytes).
+/// arena, its footprint by component, and checks that it lies inside its
+/// board's regions (failed with the overflow in bytes) and that its arena
+/// holds the predicted use within the board's budget. With it, whether the
+/// image lies inside its regions (one that does not is not run).
 pub fn build_record(
     board: &Board,
     model: &Model,
     firmware: &Firmware,
     sizes: ImageSizes,
-) -> Result<Measurement, RunError> {
+) -> Result<(Measurement, bool), RunError> {
     let spec = &model.spec;
     let mut metrics = image_figures(firmware, sizes);
     let mut notes = BTreeMap::new();
+    let mut checks: Vec<Check> = elf::placement(&firmware.elf, &board.layout)?
+        .into_iter()
+        .map(|used| Check {
+            name: format!("{} inside {}", used.what, used.region),
+            passed: used.overflow() == 0,
+            detail: used.describe(),
+        })
+        .collect();
+    let placed = checks.iter().all(|c| c.passed);
+    let capacity = sizes.arena_capacity_bytes as i64;
+    let budget = i64::from(board.budget.tensor_arena_bytes);
+    checks.push(Check {
+        name: "arena within the board's budget".into(),
+        passed: capacity <= budget,
+        detail: format!("{capacity} of the {budget} bytes the budget of board `{}` sets aside", board.name),
+    });
     if predicts_for(board) {
         let context = context(board, spec, BUILD);
         let cannot =
@@ -292,6 +310,11 @@ pub fn build_record(
         match predict(model, firmware).map_err(cannot)? {
             Ok(predicted) => {
                 metrics.insert(metric::PREDICTED_ARENA_BYTES.into(), predicted as i64);
+                checks.push(Check {
+                    name: "arena holds the predicted use".into(),
+                    passed: predicted as i64 <= capacity,
+                    detail: format!("{predicted} bytes predicted, {capacity} in the arena"),
+                });
             }
             Err(caveats) => {
                 notes.insert(NOT_PREDICTED.into(), caveats);
@@ -304,16 +327,8 @@ pub fn build_record(
             }
         }
     }
-    let checks = elf::placement(&firmware.elf, &board.layout)?
-        .into_iter()
-        .map(|used| Check {
-            name: format!("{} inside {}", used.what, used.region),
-            passed: used.overflow() == 0,
-            detail: used.describe(),
-        })
-        .collect();
     let footprint = footprint::of(&firmware.elf, &map_path(&firmware.elf), &board.layout, &sizes)?;
-    Ok(Measurement {
+    let record = Measurement {
         board: board.name.clone(),
         model: spec.name.clone(),
         scenario: BUILD.into(),
@@ -324,7 +339,8 @@ pub fn build_record(
         tflm_breakdown: None,
         spread: Default::default(),
         footprint: Some(footprint),
-    })
+    };
+    Ok((record, placed))
 }
 
 /// TFLM's breakdown from a run of the recording image (already a record:

@@ -12,7 +12,7 @@ use harness::run::measurement::{metric, Measurement};
 use harness::spec::runtime::Generation;
 
 use crate::current_tflm::current_tflm;
-use crate::support::{hil_with_models, ws};
+use crate::support::{hil_with_models, ran, ws};
 
 /// The branching example model is what its generator writes (rewrite it
 /// with `HILMEM_BLESS=1 cargo xtask test -- branching`).
@@ -73,7 +73,7 @@ fn each_planner_measures_what_it_predicts() {
     }
     let results = hil_with_models(dir.path(), &toml);
     assert!(results.failed.is_empty(), "{:?}", results.failed);
-    let records: BTreeMap<&str, &Measurement> = results.records.iter().map(|r| (r.model.as_str(), r)).collect();
+    let records: BTreeMap<&str, &Measurement> = ran(&results).map(|r| (r.model.as_str(), r)).collect();
     let used =
         |name: &str, planner: Planner| records[format!("{name}-{planner}").as_str()].metrics[metric::ARENA_USED_BYTES];
     for (name, file, _, _) in &models {
@@ -117,7 +117,7 @@ fn an_offline_plan_tflm_refuses_is_an_error_naming_the_model_and_tflms_message()
         file.display()
     );
     let results = hil_with_models(dir.path(), &toml);
-    assert!(results.records.is_empty(), "{:?}", results.records);
+    assert!(ran(&results).next().is_none(), "{:?}", results.records);
     let failure = format!("{:?}", results.failed);
     assert!(failure.contains("short-plan"), "{failure}");
     assert!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use object::{Object, ObjectSection};
 
 use harness::model::tail::Layout;
-use harness::run::measurement::{Measurement, DEFAULT_FRAMES, SINGLE_FRAME};
+use harness::run::measurement::{Measurement, BUILD, DEFAULT_FRAMES, SINGLE_FRAME};
 use harness::run::results::Results;
 use harness::run::{self, Options};
 use harness::spec::board::{Board, DEFAULT_BOARD};
@@ -66,6 +66,11 @@ pub fn measure(board: &Board, model_name: &str, scenario: &str) -> (Measurement,
     let run = run(board, &model, &firmware, scenario, TIMEOUT);
     let record = run::record::record(board, &model, &firmware, sizes, scenario, &run).unwrap_or_else(|e| panic!("{e}"));
     (record, run)
+}
+
+/// The records of what ran: every record but the build records.
+pub fn ran(results: &Results) -> impl Iterator<Item = &Measurement> {
+    results.records.iter().filter(|r| r.scenario != BUILD)
 }
 
 /// `hil`'s options for hello_world alone, in one scenario, on the default
