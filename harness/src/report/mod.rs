@@ -119,9 +119,15 @@ pub fn footprint_parts(r: &Measurement) -> Vec<(&'static str, Vec<(String, i64)>
         .collect()
 }
 
-/// The components that moved with a figure: `+2340 CONV_2D kernel, -4 other`.
+/// The components that moved most with a figure: `+2340 CONV_2D kernel,
+/// -4 other`, and how many more did (`comparison.json` has them all).
 pub fn moved_text(r: &Row) -> Option<String> {
-    let parts: Vec<String> = r.moved.iter().map(|(c, delta)| format!("{delta:+} {}", describe(c))).collect();
+    const SHOWN: usize = 4;
+    let mut parts: Vec<String> =
+        r.moved.iter().take(SHOWN).map(|(c, delta)| format!("{delta:+} {}", describe(c))).collect();
+    if r.moved.len() > SHOWN {
+        parts.push(format!("{} more", r.moved.len() - SHOWN));
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
