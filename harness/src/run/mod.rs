@@ -4,6 +4,7 @@
 //! [`crate::spec`] and [`crate::model`]; the verdict and the reports read
 //! what it produces.
 
+pub mod build;
 pub mod measurement;
 pub mod record;
 pub mod results;
@@ -17,7 +18,7 @@ use hilmem_protocol::WARM_UP_FRAMES;
 
 use crate::model::analysis::Sharing;
 use crate::run::measurement::{runs_for, Measurement, BUILD, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
-use crate::run::record::{build_record, context, record, tflm_breakdown, RunError};
+use crate::run::record::{context, record, tflm_breakdown, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError, Runner};
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError};
@@ -315,7 +316,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     };
     // The image's own record; an image outside its board's regions is not
     // run.
-    let (mut build, fits) = match build_record(board, &model, &firmware, sizes) {
+    let (mut build, fits) = match build::record(board, &model, &firmware, sizes) {
         Ok((record, placed)) => (Ok(record), placed),
         Err(e) => (Err(e), false),
     };

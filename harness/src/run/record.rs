@@ -10,15 +10,15 @@ use hilmem_protocol::exit;
 use crate::model::analysis::{Analysis, SetAnalysis};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Check, Measurement, Recorded, TflmBreakdown, BUILD, MULTI_MODEL, NOT_REPORTED,
-    RECORDED, SINGLE_FRAME,
+    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, NOT_REPORTED, RECORDED,
+    SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
 use crate::spec::models::{Model, ModelSpec};
-use crate::target::elf::{self, ElfError, ImageSizes};
-use crate::target::firmware::{map_path, BuildError, Firmware};
-use crate::target::footprint::{self, FootprintError};
+use crate::target::elf::{ElfError, ImageSizes};
+use crate::target::firmware::{BuildError, Firmware};
+use crate::target::footprint::FootprintError;
 use crate::target::runner::{Ending, Run, RunnerError};
 
 /// The note a single-frame record on a 32-bit board carries instead of a
@@ -237,7 +237,7 @@ pub fn record(
 
 /// The figures of the image itself: the model's size, and what the linker
 /// fixed in the ELF.
-fn image_figures(firmware: &Firmware, sizes: ImageSizes) -> BTreeMap<String, i64> {
+pub(super) fn image_figures(firmware: &Firmware, sizes: ImageSizes) -> BTreeMap<String, i64> {
     let mut metrics = BTreeMap::new();
     metrics.insert(metric::MODEL_BYTES.into(), firmware.model_bytes as i64);
     if let Some(flash) = sizes.flash_bytes {
@@ -251,7 +251,7 @@ fn image_figures(firmware: &Firmware, sizes: ImageSizes) -> BTreeMap<String, i64
 
 /// The analyzer's prediction of the arena TFLM will use for the image's
 /// model (or set), or the caveats that keep it from one.
-fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize, String>, ReadError> {
+pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize, String>, ReadError> {
     let spec = &model.spec;
     let (predicted, caveats) = match &spec.set {
         None => {
@@ -270,77 +270,6 @@ fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize, String>, 
         }
     };
     Ok(predicted.ok_or_else(|| caveats.join("; ")))
-}
-
-/// The record of an image that needs no running target: its figures from
-/// the model file and the ELF, the analyzer's arena prediction and least
-/// arena, its footprint by component, and checks that it lies inside its
-/// board's regions (failed with the overflow in bytes) and that its arena
-/// holds the predicted use within the board's budget. With it, whether the
-/// image lies inside its regions (one that does not is not run).
-pub fn build_record(
-    board: &Board,
-    model: &Model,
-    firmware: &Firmware,
-    sizes: ImageSizes,
-) -> Result<(Measurement, bool), RunError> {
-    let spec = &model.spec;
-    let mut metrics = image_figures(firmware, sizes);
-    let mut notes = BTreeMap::new();
-    let mut checks: Vec<Check> = elf::placement(&firmware.elf, &board.layout)?
-        .into_iter()
-        .map(|used| Check {
-            name: format!("{} inside {}", used.what, used.region),
-            passed: used.overflow() == 0,
-            detail: used.describe(),
-        })
-        .collect();
-    let placed = checks.iter().all(|c| c.passed);
-    let capacity = sizes.arena_capacity_bytes as i64;
-    let budget = i64::from(board.budget.tensor_arena_bytes);
-    checks.push(Check {
-        name: "arena within the board's budget".into(),
-        passed: capacity <= budget,
-        detail: format!("{capacity} of the {budget} bytes the budget of board `{}` sets aside", board.name),
-    });
-    if predicts_for(board) {
-        let context = context(board, spec, BUILD);
-        let cannot =
-            |e: ReadError| RunError::Image { context, error: format!("the analyzer cannot read the model: {e}") };
-        match predict(model, firmware).map_err(cannot)? {
-            Ok(predicted) => {
-                metrics.insert(metric::PREDICTED_ARENA_BYTES.into(), predicted as i64);
-                checks.push(Check {
-                    name: "arena holds the predicted use".into(),
-                    passed: predicted as i64 <= capacity,
-                    detail: format!("{predicted} bytes predicted, {capacity} in the arena"),
-                });
-            }
-            Err(caveats) => {
-                notes.insert(NOT_PREDICTED.into(), caveats);
-            }
-        }
-        if spec.set.is_none() {
-            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner).ok();
-            if let Some(least) = analysis.and_then(|a| a.minimum_arena_bytes) {
-                metrics.insert(metric::LEAST_ARENA_BYTES.into(), least as i64);
-            }
-        }
-    }
-    let footprint = footprint::of(&firmware.elf, &map_path(&firmware.elf), &board.layout, &sizes)?;
-    let record = Measurement {
-        board: board.name.clone(),
-        model: spec.name.clone(),
-        scenario: BUILD.into(),
-        metrics,
-        notes,
-        checks,
-        arena_prediction: None,
-        tflm_breakdown: None,
-        spread: Default::default(),
-        footprint: Some(footprint),
-    };
-    Ok((record, placed))
 }
 
 /// TFLM's breakdown from a run of the recording image (already a record:

@@ -248,3 +248,34 @@ pub fn identity(path: &Path) -> Result<String, ElfError> {
     let bytes = section.data_range(symbol.address(), symbol.size()).map_err(parse_err)?.ok_or_else(missing)?;
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn used(start: u64, end: u64) -> RegionUse {
+        RegionUse {
+            what: "tensor arena".into(),
+            region: "ARENA".into(),
+            origin: 0x2400_0000,
+            length: 0x8_0000,
+            start,
+            end,
+        }
+    }
+
+    /// The bytes outside a region, past its end or before its start, never
+    /// more than what lies there.
+    #[test]
+    fn overflow_counts_the_bytes_outside_the_region() {
+        assert_eq!(used(0x2400_0000, 0x2408_0000).overflow(), 0, "exactly the region");
+        assert_eq!(used(0x2400_0000, 0x2400_0000 + 600_000).overflow(), 600_000 - 0x8_0000);
+        assert_eq!(used(0x23ff_fff0, 0x2400_0010).overflow(), 16, "before the start");
+        assert_eq!(used(0x2000_0000, 0x2000_0100).overflow(), 0x100, "wholly elsewhere");
+        assert_eq!(
+            used(0x2400_0000, 0x2400_0000 + 600_000).describe(),
+            "600000 bytes at 0x24000000: 75712 bytes outside ARENA (524288 bytes at 0x24000000)"
+        );
+        assert_eq!(used(0x2400_0000, 0x2400_0c00).describe(), "3072 bytes of ARENA (524288 bytes at 0x24000000)");
+    }
+}
