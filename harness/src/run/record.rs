@@ -199,6 +199,16 @@ pub fn record(
             metrics.insert(name.into(), value);
         }
     }
+    // Those lines carry no checksum: they must add up to the figure that
+    // came in a checked frame, or one of them was damaged on the way.
+    if let (Some(head), Some(tail)) = (metrics.get(metric::ARENA_HEAD_BYTES), metrics.get(metric::ARENA_TAIL_BYTES)) {
+        let used = metrics[metric::ARENA_USED_BYTES];
+        if head + tail != used {
+            return Err(missing(format!(
+                "TFLM's printed head and tail ({head} + {tail} bytes) do not add up to its arena_used_bytes ({used})"
+            )));
+        }
+    }
     // The analyzer predicts for 32-bit Arm, for the firmware's TFLM; where
     // it cannot, the record says why.
     let mut notes = session.notes.clone();
@@ -406,6 +416,26 @@ mod tests {
         assert_eq!(r.metrics, expected);
         assert_eq!(r.arena_prediction, Some(ArenaPrediction { predicted_bytes: 1472, measured_bytes: 1472 }));
         assert!(r.passed(), "{:?}", r.checks);
+    }
+
+    /// TFLM's printed head and tail come as log lines, without a checksum:
+    /// a line damaged on the way no longer adds up to the checked
+    /// `arena_used_bytes`, and the run is the link's fault (run again with
+    /// `--retries`), never a record with a wrong figure.
+    #[test]
+    fn a_damaged_head_or_tail_line_is_the_links_fault_not_a_figure() {
+        let (board, model, firmware, sizes) = setup();
+        let with_log = |head: &str, tail: &str| {
+            let mut run = run(&clean(), Ending::Exited(exit::OK));
+            run.session.feed(head);
+            run.session.feed(tail);
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run)
+        };
+        let r = with_log("Head usage: 48 bytes", "Tail usage: 1424 bytes").unwrap();
+        assert_eq!((r.metrics[metric::ARENA_HEAD_BYTES], r.metrics[metric::ARENA_TAIL_BYTES]), (48, 1424));
+        let err = with_log("Head usage: 488 bytes", "Tail usage: 1424 bytes").unwrap_err();
+        assert!(err.is_transport(), "{err}");
+        assert!(err.to_string().contains("(488 + 1424 bytes) do not add up to its arena_used_bytes (1472)"), "{err}");
     }
 
     /// Where the analyzer has no prediction (a current TFLM and a kernel it

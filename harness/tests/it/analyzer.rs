@@ -180,7 +180,8 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
     .concat();
     let results = crate::support::hil_with_models(dir.path(), &toml);
     let capacity = |name: &str| {
-        let r = results.records.iter().find(|r| r.model == name).unwrap_or_else(|| panic!("{name}: {results:#?}"));
+        let r =
+            crate::support::ran(&results).find(|r| r.model == name).unwrap_or_else(|| panic!("{name}: {results:#?}"));
         assert!(r.passed(), "{r:?}");
         r.metrics["arena_capacity_bytes"] as usize
     };
