@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::analysis::Analysis;
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{metric, Check, Measurement, BUILD};
 use crate::run::record::{context, image_figures, predict, RunError, NOT_PREDICTED};
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
 use crate::spec::models::Model;
-use crate::target::elf::{self, ImageSizes};
+use crate::target::elf::{self, Image, ImageSizes};
 use crate::target::firmware::{map_path, Firmware};
 use crate::target::footprint;
 
@@ -31,7 +30,8 @@ pub fn record(
     let spec = &model.spec;
     let mut metrics = image_figures(firmware, sizes);
     let mut notes = BTreeMap::new();
-    let mut checks: Vec<Check> = elf::placement(&firmware.elf, &board.layout)?
+    let image = Image::read(&firmware.elf)?;
+    let mut checks: Vec<Check> = elf::placement(&image, &board.layout)?
         .into_iter()
         .map(|used| Check {
             name: format!("{} inside {}", used.what, used.region),
@@ -51,7 +51,8 @@ pub fn record(
         let context = context(board, spec, BUILD);
         let cannot =
             |e: ReadError| RunError::Image { context, error: format!("the analyzer cannot read the model: {e}") };
-        match predict(model, firmware).map_err(cannot)? {
+        let prediction = predict(model, firmware).map_err(cannot)?;
+        match prediction.arena {
             Ok(predicted) => {
                 metrics.insert(metric::PREDICTED_ARENA_BYTES.into(), predicted as i64);
                 checks.push(Check {
@@ -64,14 +65,11 @@ pub fn record(
                 notes.insert(NOT_PREDICTED.into(), caveats);
             }
         }
-        if spec.set.is_none() {
-            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner).ok();
-            if let Some(least) = analysis.and_then(|a| a.minimum_arena_bytes) {
-                metrics.insert(metric::LEAST_ARENA_BYTES.into(), least as i64);
-            }
+        if let Some(least) = prediction.least {
+            metrics.insert(metric::LEAST_ARENA_BYTES.into(), least as i64);
         }
     }
-    let footprint = footprint::of(&firmware.elf, &map_path(&firmware.elf), &board.layout, &sizes)?;
+    let footprint = footprint::of(&image, &map_path(&firmware.elf), &board.layout, &sizes)?;
     let record = Measurement {
         board: board.name.clone(),
         model: spec.name.clone(),

@@ -303,15 +303,13 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         });
         built.map_err(|e| e.to_string())
     });
-    let scenarios = std::iter::once(&BUILD.to_owned()).chain(selected).cloned().collect::<Vec<String>>();
     let (model, (firmware, sizes), info) = match built {
         Ok(built) => built,
         Err(error) => {
-            let failed = |s: String| {
-                let error = RunError::Image { context: context(board, spec, &s), error: error.clone() };
-                (s, Err(error))
+            let failed = |s: &str| {
+                (s.to_owned(), Err(RunError::Image { context: context(board, spec, s), error: error.clone() }))
             };
-            return (None, scenarios.into_iter().map(failed).collect());
+            return (None, std::iter::once(BUILD).chain(selected.iter().map(|s| s.as_str())).map(failed).collect());
         }
     };
     // The image's own record; an image outside its board's regions is not
@@ -320,9 +318,10 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         Ok((record, placed)) => (Ok(record), placed),
         Err(e) => (Err(e), false),
     };
-    if let (Ok(record), false, true) = (&mut build, fits, scenarios.len() > 1) {
-        let skipped = scenarios[1..].join(", ");
-        record.notes.insert(NOT_RUN.into(), format!("{skipped}: the image does not lie inside the board's regions"));
+    if let (Ok(record), false, false) = (&mut build, fits, selected.is_empty()) {
+        let skipped: Vec<&str> = selected.iter().map(|s| s.as_str()).collect();
+        let why = format!("{}: the image does not lie inside the board's regions", skipped.join(", "));
+        record.notes.insert(NOT_RUN.into(), why);
     }
     let mut runs = vec![(BUILD.to_owned(), build)];
     if !fits {
@@ -364,7 +363,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
             (Err(last), tries) => Err(RunError::Retried { tries, last: Box::new(last) }),
         }
     };
-    runs.extend(scenarios.iter().skip(1).map(|scenario| {
+    runs.extend(selected.into_iter().map(|scenario| {
         progress(Event::Running { board: &board.name, model: name, scenario });
         // --repeat: the scenario again from fresh boots, every figure
         // kept with its spread.

@@ -215,7 +215,7 @@ pub fn record(
     let mut arena_prediction = None;
     if (scenario == SINGLE_FRAME || scenario == MULTI_MODEL) && predicts_for(board) {
         let cannot = |e: ReadError| target(format!("the analyzer cannot predict the arena of the model it ran: {e}"));
-        match predict(model, firmware).map_err(cannot)? {
+        match predict(model, firmware).map_err(cannot)?.arena {
             Ok(predicted) => {
                 arena_prediction = Some(ArenaPrediction {
                     predicted_bytes: predicted as i64,
@@ -259,14 +259,24 @@ pub(super) fn image_figures(firmware: &Firmware, sizes: ImageSizes) -> BTreeMap<
     metrics
 }
 
+/// What the analyzer says of an image's arena.
+pub(super) struct Prediction {
+    /// The arena TFLM will use for the model (or set), or the caveats that
+    /// keep the analyzer from a prediction.
+    pub arena: Result<usize, String>,
+    /// The least arena `AllocateTensors` accepts, for a single model where
+    /// the analyzer knows it.
+    pub least: Option<usize>,
+}
+
 /// The analyzer's prediction of the arena TFLM will use for the image's
-/// model (or set), or the caveats that keep it from one.
-pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize, String>, ReadError> {
+/// model (or set).
+pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Prediction, ReadError> {
     let spec = &model.spec;
-    let (predicted, caveats) = match &spec.set {
+    let (predicted, caveats, least) = match &spec.set {
         None => {
             let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner)?;
-            (analysis.predicted_arena_bytes, analysis.caveats)
+            (analysis.predicted_arena_bytes, analysis.caveats, analysis.minimum_arena_bytes)
         }
         Some(set) => {
             let analyses = model
@@ -276,10 +286,10 @@ pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Result<usize
                 .collect::<Result<Vec<_>, _>>()?;
             let members: Vec<_> = analyses.iter().zip(&model.residents).map(|(a, m)| (a, &m.parsed)).collect();
             let predicted = SetAnalysis::of(&members)?.and_then(|s| s.bytes(set.sharing));
-            (predicted, analyses.into_iter().flat_map(|a| a.caveats).collect())
+            (predicted, analyses.into_iter().flat_map(|a| a.caveats).collect(), None)
         }
     };
-    Ok(predicted.ok_or_else(|| caveats.join("; ")))
+    Ok(Prediction { arena: predicted.ok_or_else(|| caveats.join("; ")), least })
 }
 
 /// TFLM's breakdown from a run of the recording image (already a record:

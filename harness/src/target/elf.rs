@@ -199,9 +199,8 @@ impl RegionUse {
 /// Where the image lies against its board's regions: the flash image in
 /// FLASH, static RAM below the stack, and the tensor arena in the region
 /// the profile names for it. Empty for host programs.
-pub fn placement(path: &Path, layout: &Layout) -> Result<Vec<RegionUse>, ElfError> {
+pub(crate) fn placement(image: &Image, layout: &Layout) -> Result<Vec<RegionUse>, ElfError> {
     let Layout::BareMetal(m) = layout else { return Ok(Vec::new()) };
-    let image = Image::read(path)?;
     let span = |spans: &mut Option<(u64, u64)>, start: u64, size: u64| {
         let (s, e) = spans.get_or_insert((start, start + size));
         (*s, *e) = ((*s).min(start), (*e).max(start + size));

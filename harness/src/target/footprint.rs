@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::board::Layout;
-use crate::target::elf::{in_flash, ElfError, Image, ImageSizes, ARENA_SECTION, ARENA_SYMBOL};
+use crate::target::elf::{in_flash, Image, ImageSizes, ARENA_SECTION, ARENA_SYMBOL};
 
 /// TFLM's interpreter, allocator, planners and the helpers kernels share.
 pub const TFLM_CORE: &str = "tflm-core";
@@ -49,8 +49,6 @@ pub struct Footprint {
 
 #[derive(Debug, thiserror::Error)]
 pub enum FootprintError {
-    #[error(transparent)]
-    Elf(#[from] ElfError),
     #[error("cannot read the linker map {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: {why}")]
@@ -90,10 +88,9 @@ pub fn moved(old: &BTreeMap<String, i64>, new: &BTreeMap<String, i64>) -> Vec<(S
     moved
 }
 
-/// The footprint of the image at `elf`, linked as `map` describes, whose
-/// sizes are `sizes`.
-pub fn of(elf: &Path, map: &Path, layout: &Layout, sizes: &ImageSizes) -> Result<Footprint, FootprintError> {
-    let image = Image::read(elf)?;
+/// The footprint of `image`, linked as `map` describes, whose sizes are
+/// `sizes`.
+pub(crate) fn of(image: &Image, map: &Path, layout: &Layout, sizes: &ImageSizes) -> Result<Footprint, FootprintError> {
     let text = std::fs::read_to_string(map).map_err(|source| FootprintError::Read { path: map.to_owned(), source })?;
     let inputs = parse_map(&text).map_err(|(line, why)| FootprintError::Map { path: map.to_owned(), line, why })?;
     let kernels = Kernels::of(&inputs);
@@ -113,7 +110,7 @@ pub fn of(elf: &Path, map: &Path, layout: &Layout, sizes: &ImageSizes) -> Result
     }
     let mismatch = |what, mapped, total| FootprintError::Mismatch {
         map: map.to_owned(),
-        elf: elf.to_owned(),
+        elf: image.path.clone(),
         what,
         mapped,
         total,
