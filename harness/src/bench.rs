@@ -97,7 +97,9 @@ pub fn run(
 
     progress("timing bare QEMU");
     let mut command_line = Vec::new();
-    Frame::Run { scenario: SINGLE_FRAME, frames: 0 }.write_line(|b| command_line.extend_from_slice(b)).expect("short");
+    Frame::Run { scenario: SINGLE_FRAME, frames: 0, copies: 1 }
+        .write_line(0, |b| command_line.extend_from_slice(b))
+        .expect("short");
     command_line.push(b'\n');
     let mut bare = Duration::ZERO;
     for board in &boards {

@@ -25,8 +25,14 @@ pub struct Damage {
 }
 
 impl Damage {
+    /// The seed is mixed first (SplitMix64's finalizer), so that nearby
+    /// seeds, such as the tries of one run, give unrelated streams: xorshift
+    /// is linear, and seeds 1 and 2 would otherwise damage alike.
     pub fn new(seed: u64) -> Damage {
-        Damage { state: seed.max(1) }
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Damage { state: (z ^ (z >> 31)).max(1) }
     }
 
     /// The next number, below `n`.

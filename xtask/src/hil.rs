@@ -90,16 +90,22 @@ pub struct Args {
     /// flipping or doubling it.
     #[arg(long, value_parser = noise_rate)]
     link_noise: Option<u32>,
+    /// Have the firmware send every frame after the command this many times
+    /// (1 to 16) under its one number: over a noisy link, one whole copy of
+    /// each frame is enough (a frame all of whose copies were damaged still
+    /// fails the run, on the way from the target).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
+    frame_copies: u8,
     /// Build the images and record what needs no target (sizes from the ELF,
     /// footprint by component, predicted and least arena, the fit in the
     /// board's regions), compared with the baselines; run nothing.
-    #[arg(long, conflicts_with_all = ["scenarios", "no_build", "repeat", "retries", "link_noise"])]
+    #[arg(long, conflicts_with_all = ["scenarios", "no_build", "repeat", "retries", "link_noise", "frame_copies"])]
     build_only: bool,
     /// For boards behind a debug probe: build and check each image as
     /// --build-only does, then say what deploying it would do (the probe
     /// chosen, the flash ranges written, the RTT control block) without
     /// touching a probe; exit 2 when it could not be deployed now.
-    #[arg(long, conflicts_with_all = ["scenarios", "no_build", "repeat", "retries", "link_noise"])]
+    #[arg(long, conflicts_with_all = ["scenarios", "no_build", "repeat", "retries", "link_noise", "frame_copies"])]
     dry_run: bool,
 }
 
@@ -152,6 +158,7 @@ pub fn run(args: Args) -> Result<i32> {
     options.retries = args.retries;
     options.repeat = args.repeat;
     options.run.noise = args.link_noise.map(|per_million| Noise { per_million, seed: 1 });
+    options.run.copies = args.frame_copies;
     let baselines_dir = args.baselines.unwrap_or_else(|| ws.baselines_dir());
     let source = match resolve_against(&ws, args.against)? {
         Some(rev) => Source::Revision { dir: baselines_dir.clone(), rev },

@@ -7,10 +7,16 @@
 //! ~hm<version> <payload as lowercase hex> <CRC-32 of the payload, 8 hex digits>
 //! ```
 //!
-//! The payload is one tag byte followed by the frame's fields: integers little
-//! endian, booleans as one byte 0 or 1, strings as a length byte and UTF-8.
-//! A frame whose version, hex, checksum or fields are wrong decodes to a
-//! [`FrameError`], never to a value. The host sends commands the same way.
+//! The payload is the frame's sequence number (two bytes), one tag byte and
+//! the frame's fields: integers little endian, booleans as one byte 0 or 1,
+//! strings as a length byte and UTF-8. A frame whose version, hex, checksum
+//! or fields are wrong decodes to a [`FrameError`], never to a value. The
+//! host sends commands the same way.
+//!
+//! The firmware numbers its frames 0, 1, 2, ... from boot, so the receiver
+//! knows when one went missing, and after a [`Frame::Run`] that asks for
+//! copies sends each frame that many times under its one number: over a
+//! noisy link, a frame counts when any of its copies arrives whole.
 #![no_std]
 
 use core::fmt;
@@ -18,7 +24,7 @@ use core::fmt;
 /// Start of every frame line.
 pub const MARK: &str = "~hm";
 /// Wire format version carried by every frame.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Largest payload in bytes.
 pub const MAX_PAYLOAD: usize = 255;
 /// Longest frame line without its newline: mark, version digit, two spaces,
@@ -31,8 +37,9 @@ pub enum Frame<'a> {
     /// Device to host after boot: who is running, then it waits for [`Frame::Run`].
     Hello { board: &'a str, model: &'a str, arena_capacity: u32, stack_size: u32 },
     /// Host to device: run one scenario; `frames` is the length of the
-    /// streaming scenarios (ignored by single-frame).
-    Run { scenario: &'a str, frames: u32 },
+    /// streaming scenarios (ignored by single-frame); `copies` is how many
+    /// times the device sends each frame from here on (0 counts as 1).
+    Run { scenario: &'a str, frames: u32, copies: u8 },
     /// One named figure of the measurement record.
     Metric { name: &'a str, value: i64 },
     /// The scenario could not run; `stage` says where it stopped.
@@ -195,7 +202,7 @@ impl<'b> Reader<'b> {
 }
 
 impl<'a> Frame<'a> {
-    /// Writes the binary payload into `buf` and returns its length.
+    /// Writes the frame's tag and fields into `buf` and returns their length.
     pub fn encode_payload(&self, buf: &mut [u8]) -> Result<usize, FrameError> {
         let mut w = Writer { buf, len: 0 };
         match *self {
@@ -206,10 +213,11 @@ impl<'a> Frame<'a> {
                 w.bytes(&arena_capacity.to_le_bytes())?;
                 w.bytes(&stack_size.to_le_bytes())?;
             }
-            Frame::Run { scenario, frames } => {
+            Frame::Run { scenario, frames, copies } => {
                 w.bytes(&[TAG_RUN])?;
                 w.str(scenario)?;
                 w.bytes(&frames.to_le_bytes())?;
+                w.bytes(&[copies])?;
             }
             Frame::Note { name, text } => {
                 w.bytes(&[TAG_NOTE])?;
@@ -243,14 +251,14 @@ impl<'a> Frame<'a> {
         Ok(w.len)
     }
 
-    /// Reads a binary payload; every byte must belong to a field.
+    /// Reads a frame's tag and fields; every byte must belong to a field.
     pub fn decode_payload(payload: &'a [u8]) -> Result<Frame<'a>, FrameError> {
         let mut r = Reader { buf: payload };
         let frame = match r.u8()? {
             TAG_HELLO => {
                 Frame::Hello { board: r.str()?, model: r.str()?, arena_capacity: r.u32()?, stack_size: r.u32()? }
             }
-            TAG_RUN => Frame::Run { scenario: r.str()?, frames: r.u32()? },
+            TAG_RUN => Frame::Run { scenario: r.str()?, frames: r.u32()?, copies: r.u8()? },
             TAG_NOTE => Frame::Note { name: r.str()?, text: r.str()? },
             TAG_METRIC => Frame::Metric { name: r.str()?, value: r.i64()? },
             TAG_PLACEMENT => Frame::Placement { tensor: r.u32()?, offset: r.u32()? },
@@ -265,11 +273,13 @@ impl<'a> Frame<'a> {
         Ok(frame)
     }
 
-    /// Writes the frame as one line (without the newline) through `out`.
-    pub fn write_line(&self, mut out: impl FnMut(&[u8])) -> Result<(), FrameError> {
+    /// Writes the frame, numbered `seq`, as one line (without the newline)
+    /// through `out`.
+    pub fn write_line(&self, seq: u16, mut out: impl FnMut(&[u8])) -> Result<(), FrameError> {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut payload = [0u8; MAX_PAYLOAD];
-        let len = self.encode_payload(&mut payload)?;
+        payload[..SEQ_BYTES].copy_from_slice(&seq.to_le_bytes());
+        let len = SEQ_BYTES + self.encode_payload(&mut payload[SEQ_BYTES..])?;
         let payload = &payload[..len];
         out(MARK.as_bytes());
         out(&[b'0' + VERSION, b' ']);
@@ -284,13 +294,23 @@ impl<'a> Frame<'a> {
     }
 }
 
+/// Bytes of the sequence number at the start of every payload.
+const SEQ_BYTES: usize = 2;
+
+/// A frame and its number in its sender's stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Numbered<'a> {
+    pub seq: u16,
+    pub frame: Frame<'a>,
+}
+
 /// One line of firmware output, classified.
 #[derive(Debug, PartialEq)]
 pub enum Line<'a> {
     /// Free-form text.
     Log(&'a str),
     /// A frame line, decoded into the caller's buffer, or why it was rejected.
-    Frame(Result<Frame<'a>, FrameError>),
+    Frame(Result<Numbered<'a>, FrameError>),
 }
 
 fn hex_digit(c: u8) -> Result<u8, FrameError> {
@@ -309,7 +329,7 @@ pub fn parse_line<'a>(line: &'a str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Line<'a>
     }
 }
 
-fn decode_frame<'a>(rest: &str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Result<Frame<'a>, FrameError> {
+fn decode_frame<'a>(rest: &str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Result<Numbered<'a>, FrameError> {
     let rest = rest.as_bytes();
     let version = match rest.first() {
         Some(d @ b'0'..=b'9') => d - b'0',
@@ -338,7 +358,8 @@ fn decode_frame<'a>(rest: &str, buf: &'a mut [u8; MAX_PAYLOAD]) -> Result<Frame<
     if computed != expected {
         return Err(FrameError::Checksum { expected, computed });
     }
-    Frame::decode_payload(payload)
+    let (seq, body) = payload.split_at_checked(SEQ_BYTES).ok_or(FrameError::Truncated)?;
+    Ok(Numbered { seq: u16::from_le_bytes([seq[0], seq[1]]), frame: Frame::decode_payload(body)? })
 }
 
 /// The over-the-air update package: a header, then the model.
@@ -454,18 +475,29 @@ mod tests {
     use std::vec::Vec;
 
     fn line(frame: &Frame) -> String {
+        numbered(7, frame)
+    }
+
+    fn numbered(seq: u16, frame: &Frame) -> String {
         let mut bytes = Vec::new();
-        frame.write_line(|b| bytes.extend_from_slice(b)).unwrap();
+        frame.write_line(seq, |b| bytes.extend_from_slice(b)).unwrap();
         String::from_utf8(bytes).unwrap()
     }
 
-    /// A frame line for an arbitrary payload, with a correct checksum.
+    /// A frame line for an arbitrary payload after a sequence number of 0,
+    /// with a correct checksum.
     fn line_for_payload(payload: &[u8]) -> String {
         let hex: String = payload.iter().map(|b| std::format!("{b:02x}")).collect();
-        std::format!("~hm1 {hex} {:08x}", crc32(payload))
+        let mut numbered = std::vec![0, 0];
+        numbered.extend_from_slice(payload);
+        std::format!("~hm2 0000{hex} {:08x}", crc32(&numbered))
     }
 
     fn parse(text: &str) -> Result<Frame<'static>, FrameError> {
+        parse_numbered(text).map(|n| n.frame)
+    }
+
+    fn parse_numbered(text: &str) -> Result<Numbered<'static>, FrameError> {
         let buf = std::boxed::Box::leak(std::boxed::Box::new([0u8; MAX_PAYLOAD]));
         let text = std::boxed::Box::leak(String::from(text).into_boxed_str());
         match parse_line(text, buf) {
@@ -484,8 +516,8 @@ mod tests {
     fn every_frame_type_round_trips() {
         let frames = [
             Frame::Hello { board: "qemu-m7", model: "person_detection", arena_capacity: 96 * 1024, stack_size: 65536 },
-            Frame::Run { scenario: "single-frame", frames: 0 },
-            Frame::Run { scenario: "stream", frames: 32 },
+            Frame::Run { scenario: "single-frame", frames: 0, copies: 1 },
+            Frame::Run { scenario: "stream", frames: 32, copies: 6 },
             Frame::Note { name: "ota_gate", text: "rejected: needs 7024 bytes of tensor arena, the firmware has 3072" },
             Frame::Metric { name: "arena_used_bytes", value: 84_312 },
             Frame::Metric { name: "heap_growth_bytes", value: -16 },
@@ -500,6 +532,20 @@ mod tests {
             assert!(text.len() <= MAX_LINE);
             assert_eq!(parse(&text), Ok(frame), "{text}");
         }
+    }
+
+    /// The number comes back as sent, and is covered by the checksum.
+    #[test]
+    fn the_sequence_number_round_trips_under_the_checksum() {
+        let frame = Frame::Done { ok: true };
+        for seq in [0, 1, 258, u16::MAX] {
+            assert_eq!(parse_numbered(&numbered(seq, &frame)), Ok(Numbered { seq, frame }));
+        }
+        let text = numbered(1, &frame);
+        let renumbered = text.replacen("~hm2 0100", "~hm2 0200", 1);
+        assert!(matches!(parse(&renumbered), Err(FrameError::Checksum { .. })), "{renumbered}");
+        // A payload too short to hold its number.
+        assert_eq!(parse(&std::format!("~hm2 01 {:08x}", crc32(&[1]))), Err(FrameError::Truncated));
     }
 
     #[test]
@@ -532,24 +578,24 @@ mod tests {
 
     #[test]
     fn malformed_lines_get_specific_errors() {
-        assert_eq!(parse("~hm2 00 00000000"), Err(FrameError::Version { found: 2 }));
+        assert_eq!(parse("~hm1 00 00000000"), Err(FrameError::Version { found: 1 }));
         assert_eq!(parse("~hmx 00 00000000"), Err(FrameError::Shape));
-        assert_eq!(parse("~hm1 0 00000000"), Err(FrameError::Shape));
-        assert_eq!(parse("~hm1 zz 00000000"), Err(FrameError::Hex));
-        assert_eq!(parse("~hm1 06 1234"), Err(FrameError::Shape));
-        assert_eq!(parse("~hm1 06 01 00000000"), Err(FrameError::Shape));
+        assert_eq!(parse("~hm2 0 00000000"), Err(FrameError::Shape));
+        assert_eq!(parse("~hm2 zz 00000000"), Err(FrameError::Hex));
+        assert_eq!(parse("~hm2 06 1234"), Err(FrameError::Shape));
+        assert_eq!(parse("~hm2 06 01 00000000"), Err(FrameError::Shape));
         assert_eq!(parse(&line_for_payload(&[])), Err(FrameError::Truncated));
         assert_eq!(parse(&line_for_payload(&[TAG_METRIC, 5, b'a'])), Err(FrameError::Truncated));
         assert_eq!(parse(&line_for_payload(&[TAG_DONE, 1, 0])), Err(FrameError::Trailing));
         assert_eq!(parse(&line_for_payload(&[99])), Err(FrameError::UnknownTag(99)));
         assert_eq!(parse(&line_for_payload(&[TAG_DONE, 7])), Err(FrameError::Bool(7)));
-        assert_eq!(parse(&line_for_payload(&[TAG_RUN, 2, 0xff, 0xfe, 0, 0, 0, 0])), Err(FrameError::Utf8));
+        assert_eq!(parse(&line_for_payload(&[TAG_RUN, 2, 0xff, 0xfe, 0, 0, 0, 0, 1])), Err(FrameError::Utf8));
     }
 
     #[test]
     fn a_payload_of_max_payload_bytes_decodes_and_one_more_is_refused() {
-        // Tag, the name's length and byte, the text's length: 4 bytes.
-        let text = "t".repeat(MAX_PAYLOAD - 4);
+        // Number, tag, the name's length and byte, the text's length: 6 bytes.
+        let text = "t".repeat(MAX_PAYLOAD - 6);
         let frame = Frame::Note { name: "n", text: &text };
         let full = line(&frame);
         assert_eq!(full.len(), MAX_LINE);
@@ -576,10 +622,10 @@ mod tests {
     #[test]
     fn oversized_fields_are_refused_when_encoding() {
         let long = "x".repeat(300);
-        let frame = Frame::Run { scenario: &long, frames: 1 };
-        assert_eq!(frame.write_line(|_| {}), Err(FrameError::TooLong));
+        let frame = Frame::Run { scenario: &long, frames: 1, copies: 1 };
+        assert_eq!(frame.write_line(0, |_| {}), Err(FrameError::TooLong));
         let detail = "y".repeat(250);
         let frame = Frame::Failure { stage: "load", code: 1, detail: &detail };
-        assert_eq!(frame.write_line(|_| {}), Err(FrameError::TooLong));
+        assert_eq!(frame.write_line(0, |_| {}), Err(FrameError::TooLong));
     }
 }

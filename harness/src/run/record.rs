@@ -45,6 +45,12 @@ pub enum RunError {
     Target { context: String, what: String, tail: String },
     #[error("{context}: corrupt frame on the wire ({error}): {line}")]
     Wire { context: String, line: String, error: String },
+    /// A frame numbered after one that never arrived.
+    #[error(
+        "{context}: frame {seq} was lost on the link: a later frame arrived before it ({damaged} damaged frame \
+         lines)\n{tail}"
+    )]
+    Lost { context: String, seq: u16, damaged: usize, tail: String },
     /// The firmware says it finished (exit status 0), but the harness did not
     /// hear all of it: the link lost frames.
     #[error("{context}: {what}, though the firmware finished: the link lost it\n{tail}")]
@@ -63,11 +69,17 @@ pub enum RunError {
 impl RunError {
     /// Whether the run failed on the way from the target rather than on it
     /// (a corrupt or out-of-sequence frame, such as the second hello of a
-    /// board that reset; frames lost while the firmware finished; the link
-    /// itself failing): worth running again. A failed check is not an error
+    /// board that reset; a frame lost; the link itself failing): worth
+    /// running again. A failed check is not an error
     /// at all, so it is never run again.
     pub fn is_transport(&self) -> bool {
-        matches!(self, RunError::Wire { .. } | RunError::Link { .. } | RunError::Runner(RunnerError::Io { .. }, _))
+        matches!(
+            self,
+            RunError::Wire { .. }
+                | RunError::Lost { .. }
+                | RunError::Link { .. }
+                | RunError::Runner(RunnerError::Io { .. }, _)
+        )
     }
 }
 
@@ -117,7 +129,12 @@ pub fn record(
         _ => target(what),
     };
 
-    if let Some(bad) = session.corrupt.first() {
+    if let Some(seq) = session.lost {
+        return Err(RunError::Lost { context, seq, damaged: session.corrupt.len(), tail: tail() });
+    }
+    // With copies, a damaged line costs nothing when every frame arrived in
+    // another copy, to the last; sent once, it was a frame.
+    if let Some(bad) = session.corrupt.first().filter(|_| session.copies == 1 || session.done.is_none()) {
         return Err(RunError::Wire { context, line: bad.line.clone(), error: bad.error.to_string() });
     }
     if let Some(line) = session.unexpected.first() {
@@ -192,10 +209,12 @@ pub fn record(
     // Everything the firmware reported (each a reportable figure, checked
     // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
-    // TFLM prints its split once per model loaded: a set's would be its
-    // last model's.
-    for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
-        if let Some(value) = tflm_reported(&session.log, prefix).filter(|_| spec.set.is_none()) {
+    // TFLM prints its split once per model loaded (both generations): a
+    // set's would be its last model's.
+    if spec.set.is_none() {
+        for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
+            let value = tflm_reported(&session.log, prefix)
+                .ok_or_else(|| missing(format!("TFLM's `{prefix}N bytes` line did not arrive")))?;
             metrics.insert(name.into(), value);
         }
     }
@@ -368,19 +387,33 @@ mod tests {
         (board, model, firmware, sizes)
     }
 
-    fn line(f: Frame) -> String {
-        let mut out = Vec::new();
-        f.write_line(|b| out.extend_from_slice(b)).unwrap();
-        String::from_utf8(out).unwrap()
+    /// The frames as the firmware sends them, numbered from 0.
+    fn lines(frames: &[Frame]) -> Vec<String> {
+        let line = |(seq, f): (usize, &Frame)| {
+            let mut out = Vec::new();
+            f.write_line(seq as u16, |b| out.extend_from_slice(b)).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        frames.iter().enumerate().map(line).collect()
+    }
+
+    /// A run that said `lines`, with TFLM's head and tail (48 + 1424 bytes)
+    /// after the first, and ended with `ending`.
+    fn run_lines(lines: &[String], ending: Ending) -> Run {
+        let mut session = crate::target::session::Session::default();
+        for (i, line) in lines.iter().enumerate() {
+            session.feed(line);
+            if i == 0 {
+                session.feed("Head usage: 48 bytes");
+                session.feed("Tail usage: 1424 bytes");
+            }
+        }
+        Run { session, ending, diagnostics: String::new(), process: None }
     }
 
     /// A run that said `frames` and ended with `ending`.
     fn run(frames: &[Frame], ending: Ending) -> Run {
-        let mut session = crate::target::session::Session::default();
-        for f in frames {
-            session.feed(&line(*f));
-        }
-        Run { session, ending, diagnostics: String::new(), process: None }
+        run_lines(&lines(frames), ending)
     }
 
     fn hello(board: &'static str, model: &'static str, arena: u32) -> Frame<'static> {
@@ -418,6 +451,8 @@ mod tests {
             (metric::STATIC_RAM_BYTES, 29_212),
             (metric::ARENA_CAPACITY_BYTES, 3072),
             (metric::POOL_CAPACITY_BYTES, 8192),
+            (metric::ARENA_HEAD_BYTES, 48),
+            (metric::ARENA_TAIL_BYTES, 1424),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -430,13 +465,15 @@ mod tests {
 
     /// TFLM's printed head and tail come as log lines, without a checksum:
     /// a line damaged on the way no longer adds up to the checked
-    /// `arena_used_bytes`, and the run is the link's fault (run again with
-    /// `--retries`), never a record with a wrong figure.
+    /// `arena_used_bytes`, or is not found, and the run is the link's fault
+    /// (run again with `--retries`), never a record with a wrong or missing
+    /// figure.
     #[test]
     fn a_damaged_head_or_tail_line_is_the_links_fault_not_a_figure() {
         let (board, model, firmware, sizes) = setup();
         let with_log = |head: &str, tail: &str| {
             let mut run = run(&clean(), Ending::Exited(exit::OK));
+            run.session.log.clear();
             run.session.feed(head);
             run.session.feed(tail);
             record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run)
@@ -446,6 +483,9 @@ mod tests {
         let err = with_log("Head usage: 488 bytes", "Tail usage: 1424 bytes").unwrap_err();
         assert!(err.is_transport(), "{err}");
         assert!(err.to_string().contains("(488 + 1424 bytes) do not add up to its arena_used_bytes (1472)"), "{err}");
+        let err = with_log("Head usage: 48 bytes", "Tail usagf: 1424 bytes").unwrap_err();
+        assert!(err.is_transport(), "{err}");
+        assert!(err.to_string().contains("TFLM's `Tail usage: N bytes` line did not arrive"), "{err}");
     }
 
     /// Where the analyzer has no prediction (a current TFLM and a kernel it
@@ -546,46 +586,79 @@ mod tests {
         );
     }
 
-    /// What is missing from a run whose firmware finished (exit 0) was lost
-    /// on the link: a figure, an answer or the Done; such a run is
-    /// worth running again, and so is a corrupt frame. The same gaps with
+    /// A frame missing from the numbers (the hello, a figure, an answer) was
+    /// lost on the link, whatever the ending; so was the Done, or what TFLM
+    /// printed, when the firmware finished (exit 0). Such a run is worth
+    /// running again, and so is a corrupt frame. The Done missing with
     /// another ending, a wrong answer, or a firmware failure are not.
     #[test]
-    fn frames_lost_while_the_firmware_finished_are_the_links_fault() {
+    fn frames_lost_on_the_way_are_the_links_fault() {
         let (board, model, firmware, sizes) = setup();
-        let error = |frames: &[Frame], ending: Ending| {
-            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(frames, ending)).unwrap_err()
-        };
-        let without = |i: usize| {
-            let mut frames = clean();
-            frames.remove(i);
-            frames
+        let without = |i: usize, ending: Ending| {
+            let mut lines = lines(&clean());
+            lines.remove(i);
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run_lines(&lines, ending)).unwrap_err()
         };
         let ok = Ending::Exited(exit::OK);
         let outputs = clean().iter().position(|f| matches!(f, Frame::Output { .. })).unwrap();
-        // A lost hello makes what follows out of sequence: a wire error.
-        assert!(matches!(error(&without(0), ok.clone()), RunError::Wire { .. }));
-        for (i, what) in [(1, "did not report `"), (outputs, "did not report the output for")] {
-            let e = error(&without(i), ok.clone());
-            assert!(matches!(e, RunError::Link { .. }) && e.is_transport(), "{i}: {e}");
-            assert!(e.to_string().contains(what) && e.to_string().contains("the link lost it"), "{e}");
+        for i in [0, 1, outputs] {
+            for ending in [ok.clone(), Ending::Died("stopped at a lost frame".into())] {
+                let e = without(i, ending);
+                assert!(matches!(e, RunError::Lost { .. }) && e.is_transport(), "{i}: {e}");
+                let expected = format!("frame {i} was lost on the link: a later frame arrived before it");
+                assert!(e.to_string().contains(&expected), "{e}");
+            }
         }
-        let e = error(&without(clean().len() - 1), ok.clone());
-        assert!(matches!(e, RunError::Link { .. }), "no Done: {e}");
+        let e = without(clean().len() - 1, ok.clone());
+        assert!(matches!(e, RunError::Link { .. }) && e.to_string().contains("the link lost it"), "no Done: {e}");
         let mut corrupt = run(&clean(), ok.clone());
-        corrupt.session.feed("~hm1 0102 00000000");
+        corrupt.session.feed("~hm2 0102 00000000");
         let e = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &corrupt).unwrap_err();
         assert!(matches!(e, RunError::Wire { .. }) && e.is_transport(), "{e}");
         for ending in [Ending::Exited(exit::FAILED), Ending::TimedOut(std::time::Duration::from_secs(1))] {
-            let e = error(&without(1), ending);
+            let e = without(clean().len() - 1, ending);
             assert!(!e.is_transport(), "{e}");
         }
+        let error = |frames: &[Frame], ending: Ending| {
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(frames, ending)).unwrap_err()
+        };
         let failure = [hello("qemu-m7", "hello_world", 3072), Frame::Failure { stage: "load", code: 4, detail: "x" }];
         assert!(!error(&failure, Ending::Exited(exit::FAILED)).is_transport());
         let mut wrong = clean();
         wrong[outputs] = Frame::Output { input: "x-0", class: 0, value: 0.9 };
         let answered = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&wrong, ok)).unwrap();
         assert!(!answered.passed(), "a wrong answer is a failed check, not an error");
+    }
+
+    /// With copies asked for, damaged lines cost nothing while a copy of
+    /// every frame arrived, the Done included: the record is the clean
+    /// run's. Without the Done, a damaged line is the link's fault.
+    #[test]
+    fn with_copies_a_damaged_copy_costs_nothing() {
+        let (board, model, firmware, sizes) = setup();
+        let ok = Ending::Exited(exit::OK);
+        let clean_record = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), ok.clone())).unwrap();
+        let copied = |frames: usize| {
+            let mut session = crate::target::session::Session::new(2);
+            session.log = vec!["Head usage: 48 bytes".into(), "Tail usage: 1424 bytes".into()];
+            for (i, line) in lines(&clean()).into_iter().take(frames).enumerate() {
+                // The hello is sent once; of the rest, every other frame's
+                // first copy is damaged.
+                if i > 0 && i % 2 == 0 {
+                    session.feed(&line.replacen("~hm2 ", "~hm2 0", 1));
+                }
+                session.feed(&line);
+                if i > 0 && i % 2 == 1 {
+                    session.feed(&line);
+                }
+            }
+            assert!(!session.corrupt.is_empty() && session.lost.is_none());
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &Run { session, ..run(&[], ok.clone()) })
+        };
+        let r = copied(clean().len()).unwrap();
+        assert_eq!((r.metrics, r.checks), (clean_record.metrics, clean_record.checks));
+        let e = copied(clean().len() - 1).unwrap_err();
+        assert!(matches!(e, RunError::Wire { .. }) && e.is_transport(), "{e}");
     }
 
     /// A failure the firmware reports is an error that says, for each

@@ -50,7 +50,7 @@ pub fn signed(payload: &[u8]) -> Vec<u8> {
 pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let frames = [
         ("hello", Frame::Hello { board: "qemu-m7", model: "hello_world", arena_capacity: 3072, stack_size: 16384 }),
-        ("run", Frame::Run { scenario: "single-frame", frames: 16 }),
+        ("run", Frame::Run { scenario: "single-frame", frames: 16, copies: 3 }),
         ("metric", Frame::Metric { name: "arena_used_bytes", value: 1472 }),
         ("failure", Frame::Failure { stage: "load", code: 4, detail: "AllocateTensors failed" }),
         ("output", Frame::Output { input: "x-half-pi", class: 0, value: 0.997 }),
@@ -60,9 +60,10 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     ];
     frames
         .into_iter()
-        .map(|(name, frame)| {
+        .enumerate()
+        .map(|(seq, (name, frame))| {
             let mut line = Vec::with_capacity(2 * MAX_PAYLOAD);
-            frame.write_line(|b| line.extend_from_slice(b)).expect("a seed frame fits a line");
+            frame.write_line(seq as u16, |b| line.extend_from_slice(b)).expect("a seed frame fits a line");
             (name.to_owned(), line)
         })
         .collect()

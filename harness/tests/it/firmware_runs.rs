@@ -148,7 +148,9 @@ fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
     let serial = args.iter().position(|a| a == "-serial").and_then(|i| args.get(i + 1));
     assert!(serial.is_some_and(|s| s.starts_with("/dev/pts/")), "QEMU's serial: {args:?}");
     let mut command = Vec::new();
-    Frame::Run { scenario: SINGLE_FRAME, frames: 1 }.write_line(|b| command.extend_from_slice(b)).unwrap();
+    Frame::Run { scenario: SINGLE_FRAME, frames: 1, copies: 1 }
+        .write_line(0, |b| command.extend_from_slice(b))
+        .unwrap();
     command.push(b'\n');
     target.send(&command).unwrap();
     let started = std::time::Instant::now();

@@ -10,7 +10,7 @@ use core::fmt::Write;
 use core::mem::MaybeUninit;
 
 use arena::{ArenaBuffer, Category, Pool, CACHE_LINE};
-use hilmem_protocol::{exit, parse_line, Frame, Line, MAX_LINE, MAX_PAYLOAD};
+use hilmem_protocol::{exit, parse_line, Frame, Line, Numbered, MAX_LINE, MAX_PAYLOAD};
 
 use crate::platform::{self, Stack};
 use crate::{config, tflm};
@@ -147,11 +147,27 @@ impl<'s> Rig<'s> {
     }
 }
 
+/// The next frame's number, and how many times each frame is sent (once
+/// until a `Run` command asks for copies).
+#[derive(Clone, Copy)]
+struct Link {
+    seq: u16,
+    copies: u8,
+}
+
+static LINK: critical_section::Mutex<Cell<Link>> = critical_section::Mutex::new(Cell::new(Link { seq: 0, copies: 1 }));
+
 fn send(frame: Frame) {
-    // Frames are built from bounded fields; a frame too long to encode is a
-    // firmware bug, caught by the panic handler.
-    frame.write_line(platform::write).expect("frame too long");
-    platform::write(b"\n");
+    let Link { seq, copies } = critical_section::with(|cs| {
+        let link = LINK.borrow(cs);
+        link.replace(Link { seq: link.get().seq.wrapping_add(1), ..link.get() })
+    });
+    for _ in 0..copies.max(1) {
+        // Frames are built from bounded fields; a frame too long to encode
+        // is a firmware bug, caught by the panic handler.
+        frame.write_line(seq, platform::write).expect("frame too long");
+        platform::write(b"\n");
+    }
 }
 
 /// Sends each figure once (the harness refuses a figure sent twice).
@@ -217,7 +233,13 @@ pub fn serve(stack: Stack) -> i32 {
         let mut payload = [0u8; MAX_PAYLOAD];
         match parse_line(text.trim_end_matches('\r'), &mut payload) {
             Line::Log(_) => continue,
-            Line::Frame(Ok(Frame::Run { scenario, frames })) => return run(scenario, frames, &stack),
+            Line::Frame(Ok(Numbered { frame: Frame::Run { scenario, frames, copies }, .. })) => {
+                critical_section::with(|cs| {
+                    let link = LINK.borrow(cs);
+                    link.set(Link { copies, ..link.get() });
+                });
+                return run(scenario, frames, &stack);
+            }
             Line::Frame(Ok(_)) => return fail("command", 0, "expected a Run frame"),
             Line::Frame(Err(_)) => return fail("command", 0, "corrupt command frame"),
         }
@@ -247,7 +269,7 @@ fn self_test(scenario: &str) -> i32 {
         "selftest-hardfault" => platform::fault(),
         "selftest-garbage" => {
             platform::write(b"\x00\xff noise \x1b[2J\n");
-            platform::write(b"~hm1 0301 00000000\n");
+            platform::write(b"~hm2 00000301 00000000\n");
             exit::OK
         }
         // Claims a figure only the linker knows.

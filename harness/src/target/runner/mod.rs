@@ -94,12 +94,21 @@ pub trait Target {
 }
 
 /// Settings that come from the command line rather than the profile.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Debug probe to use, overriding the profile's.
     pub probe: Option<Selector>,
     /// A noisy link between the target and the harness (for testing).
     pub noise: Option<noise::Noise>,
+    /// How many times the firmware sends each frame after the command, so
+    /// that over a noisy link one whole copy is enough.
+    pub copies: u8,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions { probe: None, noise: None, copies: 1 }
+    }
 }
 
 /// Deploys `elf` on the board and starts it, behind a noisy link when the
@@ -164,19 +173,21 @@ pub fn serial_ports() -> Vec<String> {
 const QEMU_HINT: &str = "; install it with `cargo xtask doctor` (Debian/Ubuntu package qemu-system-arm)";
 
 /// Holds the conversation: waits for `Hello`, sends `Run` for `scenario`
-/// (with `frames` for the streaming scenarios), collects everything until the
-/// program ends or `timeout` passes (then the target is stopped).
+/// (with `frames` for the streaming scenarios, and the `copies` of each
+/// frame the firmware is to send), collects everything until the program
+/// ends or `timeout` passes (then the target is stopped).
 pub fn drive(
     target: &mut dyn Target,
     scenario: &str,
     frames: u32,
+    copies: u8,
     timeout: Duration,
     still_running: &dyn Fn(Duration),
 ) -> Result<Run, RunnerError> {
     let started = Instant::now();
     let mut told = Duration::ZERO;
     let _driven = children::Driven::start();
-    let mut session = Session::default();
+    let mut session = Session::new(copies);
     let mut command_sent = false;
     let ending = loop {
         if children::cancelled() {
@@ -194,16 +205,17 @@ pub fn drive(
         match target.next(left.min(POLL)) {
             Ok(Next::Line(line)) => {
                 session.feed(&line);
-                // A corrupt frame never becomes a number, so the run cannot
+                // A frame lost (or a damaged hello: the firmware waits for
+                // the command it would have answered) means the run cannot
                 // become a record: stop it at once.
-                if !session.corrupt.is_empty() {
+                if session.lost_a_frame() || (session.hello.is_none() && !session.corrupt.is_empty()) {
                     target.stop();
-                    break Ending::Died("stopped at a corrupt frame".into());
+                    break Ending::Died("stopped at a lost frame".into());
                 }
                 if session.hello.is_some() && !command_sent {
                     let mut command = Vec::new();
-                    Frame::Run { scenario, frames }
-                        .write_line(|b| command.extend_from_slice(b))
+                    Frame::Run { scenario, frames, copies }
+                        .write_line(0, |b| command.extend_from_slice(b))
                         .expect("scenario names are short");
                     command.push(b'\n');
                     if let Err(e) = target.send(&command) {
