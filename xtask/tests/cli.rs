@@ -84,7 +84,7 @@ fn a_firmware_that_claims_a_linker_figure_or_allocates_exits_2_naming_why() {
     let text = text(&out);
     assert!(
         text.contains("scenario `selftest-linker-figure`")
-            && text.contains("the firmware reported `flash_bytes` (~hm1 ")
+            && text.contains("the firmware reported `flash_bytes` (~hm2 ")
             && text.contains("never from the firmware"),
         "{text}"
     );
