@@ -237,7 +237,9 @@ fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
             let record = single_frame(results).expect("the record of the run");
             assert_eq!(record.metrics, clean.metrics, "{per_million} ppm, seed {seed}");
             assert!(record.passed(), "{per_million} ppm, seed {seed}: {:?}", record.checks);
-            let took = record.notes.get(TRIES).map_or(1, |n| n.split(' ').next().unwrap().parse().unwrap());
+            let note = record.notes.get(TRIES);
+            let took = note.map_or(1, |n| n.split(' ').next().unwrap().parse().unwrap());
+            eprintln!("{per_million} ppm, seed {seed}: {}", note.map_or("1 try", |n| n.as_str()));
             tries.push(took);
         }
         eprintln!("tries at {per_million} ppm, copies of each frame {copies}: {tries:?}");
