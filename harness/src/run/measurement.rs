@@ -398,15 +398,12 @@ mod tests {
     }
 
     fn session(outputs: &[(&str, u32, f32)], metrics: &[(&str, i64)], notes: &[(&str, &str)]) -> Session {
-        Session {
-            outputs: outputs
-                .iter()
-                .map(|&(input, class, value)| Output { input: input.into(), class, value })
-                .collect(),
-            metrics: metrics.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
-            notes: notes.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect(),
-            ..Session::default()
-        }
+        let mut session = Session::default();
+        session.outputs =
+            outputs.iter().map(|&(input, class, value)| Output { input: input.into(), class, value }).collect();
+        session.metrics = metrics.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+        session.notes = notes.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect();
+        session
     }
 
     #[test]

@@ -44,11 +44,9 @@ pub struct Session {
     /// command; the copies of a frame share its number.
     pub copies: u8,
     /// The number the next new frame must carry.
-    pub next_seq: u16,
+    next_seq: u16,
     /// The line of the last new frame, to which a copy must be equal.
-    pub last_frame: String,
-    /// Copies that arrived after their frame, as asked for.
-    pub repeats: usize,
+    last_frame: String,
     /// The first frame number known to be missing: a later one arrived
     /// first.
     pub lost: Option<u16>,
@@ -92,7 +90,6 @@ impl Session {
             copies: copies.max(1),
             next_seq: 0,
             last_frame: String::new(),
-            repeats: 0,
             lost: None,
             hello: None,
             metrics: BTreeMap::new(),
@@ -139,7 +136,6 @@ impl Session {
                     // number again (a board that reset), or frames lost.
                     let copy = seq == self.next_seq.wrapping_sub(1) && self.copies > 1 && line == self.last_frame;
                     if copy && !matches!(frame, Frame::Hello { .. }) {
-                        self.repeats += 1;
                         return;
                     }
                     if seq.wrapping_sub(self.next_seq) >= u16::MAX / 2 {
@@ -309,7 +305,7 @@ mod tests {
         s.feed(&output);
         s.feed(&output);
         assert_eq!(s.metrics["stack_peak_bytes"], 1000);
-        assert_eq!((s.outputs.len(), s.repeats, s.corrupt.len()), (1, 3, 1));
+        assert_eq!((s.outputs.len(), s.corrupt.len()), (1, 1));
         assert!(!s.lost_a_frame() && s.unexpected.is_empty(), "{:?}", s.unexpected);
 
         // Frame 3's copies all damaged: frame 4 shows it missing.
