@@ -333,6 +333,19 @@ mod tests {
         let mut single = Session::new(1);
         single.feed(&hello());
         single.feed(&hello());
-        assert_eq!(single.unexpected, [hello().trim_end()]);
+        single.feed(&metric);
+        single.feed(&metric);
+        assert_eq!(single.unexpected, [hello().trim_end(), metric.trim_end()]);
+        assert_eq!(single.lost, None);
+
+        // A number half the counter's range or more ahead is taken for an
+        // earlier one (a restart), not for 32767 frames lost.
+        let mut far = Session::new(1);
+        far.feed(&hello());
+        let ahead = |seq| frame(seq, Frame::Done { ok: true });
+        far.feed(&ahead(1 + u16::MAX / 2));
+        assert_eq!((far.unexpected.len(), far.lost), (1, None));
+        far.feed(&ahead(u16::MAX / 2));
+        assert_eq!((far.unexpected.len(), far.lost), (1, Some(1)));
     }
 }
