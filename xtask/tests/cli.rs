@@ -40,6 +40,32 @@ fn a_clean_run_exits_0_with_json_on_stdout() {
     assert_eq!(saved, json);
 }
 
+/// `--frame-copies` reaches the firmware: over a link that damages 1% of the
+/// bytes, hello_world's single frame with 8 copies of each frame finishes
+/// with `--retries`, figures equal to the baselines (exit 0) and its tries
+/// in the record; with each frame sent once, no try of the same link gets
+/// through (exit 2).
+#[test]
+fn frame_copies_carry_a_run_over_a_noisy_link() {
+    let run = |copies: &str| {
+        let results = tempfile::tempdir().unwrap();
+        let dir = results.path().to_str().unwrap();
+        let noisy = ["--link-noise", "0.01", "--retries", "30", "--frame-copies", copies, "--format", "json"];
+        let out = xtask(
+            &[&["hil", "--model", "hello_world", "--scenario", "single-frame", "--out", dir], &noisy[..]].concat(),
+        );
+        (out.status.code(), text(&out), serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap())
+    };
+    let (status, said, json) = run("8");
+    assert_eq!(status, Some(0), "{said}");
+    let tries = json["records"][1]["notes"]["tries"].as_str().unwrap_or("1 try");
+    assert!(tries.ends_with("try") || tries.contains(" tries; retried after: "), "{tries}");
+    let (status, said, json) = run("1");
+    assert_eq!(status, Some(2), "{said}");
+    assert_eq!(json["records"].as_array().unwrap().len(), 1, "only the build record: {json}");
+    assert!(said.contains("(after 31 tries)"), "{said}");
+}
+
 #[test]
 fn a_wrong_answer_exits_1() {
     let dir = tempfile::tempdir().unwrap();
