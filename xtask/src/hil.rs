@@ -12,7 +12,7 @@ use harness::target::runner::noise::Noise;
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
-use harness::{doctor, fsutil, report, Workspace};
+use harness::{children, doctor, fsutil, report, Workspace};
 
 use crate::{cancel, exit};
 
@@ -297,7 +297,12 @@ fn show_progress(event: Event) {
             eprintln!("{board}/{model}: {scenario} still running after {} s", elapsed.as_secs())
         }
         Event::Finished { board, model, scenario, ok } => {
-            eprintln!("{board}/{model}: {scenario} {}", if ok { "done" } else { "FAILED" })
+            let how = match (ok, children::cancelled()) {
+                (true, _) => "done",
+                (false, true) => "cancelled",
+                (false, false) => "FAILED",
+            };
+            eprintln!("{board}/{model}: {scenario} {how}")
         }
     }
 }

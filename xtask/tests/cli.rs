@@ -486,6 +486,8 @@ fn a_cancelled_or_killed_run_leaves_no_process_and_the_previous_results() {
                     let named = line.starts_with(&format!("cancelled by {name}: stopped "))
                         && line.contains(&format!("(pid {})", target.0));
                     assert!(named, "{board}: {line} (target {target:?})");
+                    let said = stderr.lines().any(|l| l.ends_with(" cancelled")) && !stderr.contains("FAILED");
+                    assert!(said, "{board}: the scenario cut short is cancelled, not failed: {stderr}");
                 }
             }
             std::thread::sleep(std::time::Duration::from_secs(2));
