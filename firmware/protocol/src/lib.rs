@@ -275,20 +275,34 @@ impl<'a> Frame<'a> {
 
     /// Writes the frame, numbered `seq`, as one line (without the newline)
     /// through `out`.
-    pub fn write_line(&self, seq: u16, mut out: impl FnMut(&[u8])) -> Result<(), FrameError> {
+    pub fn write_line(&self, seq: u16, out: impl FnMut(&[u8])) -> Result<(), FrameError> {
+        self.write_copies(seq, 1, b"", out)
+    }
+
+    /// Writes the frame, numbered `seq`, as `copies` lines (at least one),
+    /// each ending in a newline, through `out`; the payload is encoded once.
+    pub fn write_lines(&self, seq: u16, copies: u8, out: impl FnMut(&[u8])) -> Result<(), FrameError> {
+        self.write_copies(seq, copies.max(1), b"\n", out)
+    }
+
+    fn write_copies(&self, seq: u16, copies: u8, end: &[u8], mut out: impl FnMut(&[u8])) -> Result<(), FrameError> {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut payload = [0u8; MAX_PAYLOAD];
         payload[..SEQ_BYTES].copy_from_slice(&seq.to_le_bytes());
         let len = SEQ_BYTES + self.encode_payload(&mut payload[SEQ_BYTES..])?;
         let payload = &payload[..len];
-        out(MARK.as_bytes());
-        out(&[b'0' + VERSION, b' ']);
-        for &byte in payload {
-            out(&[HEX[(byte >> 4) as usize], HEX[(byte & 15) as usize]]);
-        }
-        out(b" ");
-        for byte in crc32(payload).to_be_bytes() {
-            out(&[HEX[(byte >> 4) as usize], HEX[(byte & 15) as usize]]);
+        let crc = crc32(payload).to_be_bytes();
+        for _ in 0..copies {
+            out(MARK.as_bytes());
+            out(&[b'0' + VERSION, b' ']);
+            for &byte in payload {
+                out(&[HEX[(byte >> 4) as usize], HEX[(byte & 15) as usize]]);
+            }
+            out(b" ");
+            for byte in crc {
+                out(&[HEX[(byte >> 4) as usize], HEX[(byte & 15) as usize]]);
+            }
+            out(end);
         }
         Ok(())
     }
@@ -532,6 +546,21 @@ mod tests {
             assert!(text.len() <= MAX_LINE);
             assert_eq!(parse(&text), Ok(frame), "{text}");
         }
+    }
+
+    /// The copies are the one line, each ending in a newline; zero copies
+    /// count as one.
+    #[test]
+    fn copies_are_the_line_repeated() {
+        let frame = Frame::Metric { name: "arena_used_bytes", value: 1472 };
+        let lines = |copies| {
+            let mut bytes = Vec::new();
+            frame.write_lines(9, copies, |b| bytes.extend_from_slice(b)).unwrap();
+            String::from_utf8(bytes).unwrap()
+        };
+        let one = numbered(9, &frame) + "\n";
+        assert_eq!(lines(3), one.repeat(3));
+        assert_eq!((lines(1), lines(0)), (one.clone(), one));
     }
 
     /// The number comes back as sent, and is covered by the checksum.
