@@ -391,6 +391,31 @@ mod tests {
         assert!(notes.status().contains(git2::Status::INDEX_NEW));
     }
 
+    /// The footprint goes with the build record it came from: approving
+    /// another scenario leaves the baseline's footprint as it was, approving
+    /// the build record replaces it.
+    #[test]
+    fn the_footprint_is_approved_with_the_build_record_only() {
+        use crate::target::footprint::Footprint;
+        let checkout = Checkout::new();
+        let parts = |firmware| Footprint { flash: figures(&[("firmware", firmware)]), static_ram: BTreeMap::new() };
+        let mut old = baseline("hello_world", &[(BUILD, &[("flash_bytes", 100)])]);
+        old.footprint = Some(parts(100));
+        old.write(&checkout.baseline("hello_world")).unwrap();
+        let mut candidate =
+            baseline("hello_world", &[(BUILD, &[("flash_bytes", 108)]), ("single-frame", &[("a_bytes", 5)])]);
+        candidate.footprint = Some(parts(108));
+        candidate.write(&checkout.candidate("hello_world")).unwrap();
+        let footprint = || read(&checkout.baseline("hello_world"), "qemu-m7", "hello_world").unwrap().footprint;
+
+        let single = Filter { scenario: Some("single-frame".into()), ..Filter::default() };
+        checkout.approve(&[single], false).unwrap();
+        assert_eq!(footprint(), Some(parts(100)));
+        let build = Filter { scenario: Some(BUILD.into()), ..Filter::default() };
+        checkout.approve(&[build], false).unwrap();
+        assert_eq!(footprint(), Some(parts(108)));
+    }
+
     #[test]
     fn approving_nothing_writes_and_commits_nothing() {
         let checkout = Checkout::new();
