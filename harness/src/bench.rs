@@ -98,9 +98,8 @@ pub fn run(
     progress("timing bare QEMU");
     let mut command_line = Vec::new();
     Frame::Run { scenario: SINGLE_FRAME, frames: 0, copies: 1 }
-        .write_line(0, |b| command_line.extend_from_slice(b))
+        .write_lines(0, 1, |b| command_line.extend_from_slice(b))
         .expect("short");
-    command_line.push(b'\n');
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {

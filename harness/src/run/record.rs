@@ -210,23 +210,23 @@ pub fn record(
     // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
     // TFLM prints its split once per model loaded (both generations): a
-    // set's would be its last model's.
+    // set's would be its last model's. Those lines carry no checksum: they
+    // must add up to the figure that came in a checked frame, or one of them
+    // was damaged on the way.
     if spec.set.is_none() {
-        for (name, prefix) in [(metric::ARENA_HEAD_BYTES, "Head usage: "), (metric::ARENA_TAIL_BYTES, "Tail usage: ")] {
-            let value = tflm_reported(&session.log, prefix)
-                .ok_or_else(|| missing(format!("TFLM's `{prefix}N bytes` line did not arrive")))?;
-            metrics.insert(name.into(), value);
-        }
-    }
-    // Those lines carry no checksum: they must add up to the figure that
-    // came in a checked frame, or one of them was damaged on the way.
-    if let (Some(head), Some(tail)) = (metrics.get(metric::ARENA_HEAD_BYTES), metrics.get(metric::ARENA_TAIL_BYTES)) {
+        let printed = |prefix: &str| {
+            tflm_reported(&session.log, prefix)
+                .ok_or_else(|| missing(format!("TFLM's `{prefix}N bytes` line did not arrive")))
+        };
+        let (head, tail) = (printed("Head usage: ")?, printed("Tail usage: ")?);
         let used = metrics[metric::ARENA_USED_BYTES];
         if head + tail != used {
             return Err(missing(format!(
                 "TFLM's printed head and tail ({head} + {tail} bytes) do not add up to its arena_used_bytes ({used})"
             )));
         }
+        metrics.insert(metric::ARENA_HEAD_BYTES.into(), head);
+        metrics.insert(metric::ARENA_TAIL_BYTES.into(), tail);
     }
     // The analyzer predicts for 32-bit Arm, for the firmware's TFLM; where
     // it cannot, the record says why.

@@ -149,9 +149,8 @@ fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
     assert!(serial.is_some_and(|s| s.starts_with("/dev/pts/")), "QEMU's serial: {args:?}");
     let mut command = Vec::new();
     Frame::Run { scenario: SINGLE_FRAME, frames: 1, copies: 1 }
-        .write_line(0, |b| command.extend_from_slice(b))
+        .write_lines(0, 1, |b| command.extend_from_slice(b))
         .unwrap();
-    command.push(b'\n');
     target.send(&command).unwrap();
     let started = std::time::Instant::now();
     let ending = loop {

@@ -215,9 +215,8 @@ pub fn drive(
                 if session.hello.is_some() && !command_sent {
                     let mut command = Vec::new();
                     Frame::Run { scenario, frames, copies }
-                        .write_line(0, |b| command.extend_from_slice(b))
+                        .write_lines(0, 1, |b| command.extend_from_slice(b))
                         .expect("scenario names are short");
-                    command.push(b'\n');
                     if let Err(e) = target.send(&command) {
                         target.stop();
                         return Err(e);
