@@ -479,6 +479,6 @@ pub fn execute(
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
     let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
-    runner::drive(target.as_mut(), scenario, frames, options.copies, timeout, still_running)
+    runner::drive(target.as_mut(), scenario, frames, timeout, options, still_running)
         .map_err(|e| RunError::Runner(e, context))
 }

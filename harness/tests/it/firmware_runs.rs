@@ -125,7 +125,7 @@ fn the_pty_transport_gives_the_same_record_as_stdio() {
 
 /// A harness slow to read must not lose the end of a run: the command goes out
 /// at once, nothing is read until QEMU has exited, and then the whole run,
-/// to its `Done`, is still there to read.
+/// to its `Done`, is still there to read, and then the end of the stream.
 #[test]
 fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
     let mut board = default_board();
@@ -160,10 +160,12 @@ fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
         assert!(started.elapsed() < TIMEOUT, "QEMU did not exit");
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
+    // Read to the end of the stream: it closes after the last line.
     let mut session = Session::default();
-    while let Next::Line(line) = target.next(std::time::Duration::ZERO).unwrap() {
+    while let Next::Line(line) = target.next(TIMEOUT).unwrap() {
         session.feed(&line);
     }
+    assert_eq!(target.next(TIMEOUT).unwrap(), Next::Closed);
     target.stop();
     assert_eq!(ending, Ending::Exited(0));
     assert!(session.corrupt.is_empty(), "{:?}", session.corrupt);

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{ChildStdin, ChildStdout, Command};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Ending, Next, RunnerError, Target};
@@ -16,7 +16,45 @@ use crate::children;
 pub struct Process {
     child: std::process::Child,
     ended: Option<Ending>,
-    stderr: Option<JoinHandle<String>>,
+    /// Whether its process group has been killed.
+    stopped: bool,
+    stderr: Stderr,
+}
+
+/// A program's standard error, read to its end on a thread of its own.
+struct Stderr {
+    text: Arc<Mutex<Vec<u8>>>,
+    /// Closed (disconnected) when the stream has ended.
+    closed: Receiver<()>,
+}
+
+impl Stderr {
+    fn read(mut pipe: impl Read + Send + 'static) -> Stderr {
+        let text = Arc::new(Mutex::new(Vec::new()));
+        let (done, closed) = mpsc::channel::<()>();
+        let shared = Arc::clone(&text);
+        std::thread::spawn(move || {
+            let _done = done;
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                shared.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&buf[..n]);
+            }
+        });
+        Stderr { text, closed }
+    }
+
+    /// What it said, waiting at most `wait` for its end.
+    fn text(&self, wait: Duration) -> String {
+        let closed = matches!(self.closed.recv_timeout(wait), Err(RecvTimeoutError::Disconnected));
+        let mut text = String::from_utf8_lossy(&self.text.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        if !closed {
+            text.push_str(&format!(
+                "(its standard error was still open {:.1} s after it ended: read no further)\n",
+                wait.as_secs_f64()
+            ));
+        }
+        text
+    }
 }
 
 impl Process {
@@ -31,13 +69,8 @@ impl Process {
             .spawn()
             .map_err(|source| RunnerError::Spawn { program: program.to_owned(), source, hint })?;
         children::started(child.id(), program);
-        let mut pipe = child.stderr.take().unwrap();
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        });
-        Ok(Process { child, ended: None, stderr: Some(stderr) })
+        let stderr = Stderr::read(child.stderr.take().unwrap());
+        Ok(Process { child, ended: None, stopped: false, stderr })
     }
 
     pub fn stdin(&mut self) -> Option<ChildStdin> {
@@ -62,8 +95,19 @@ impl Process {
         Ok(self.ended.clone())
     }
 
-    /// Kills the program unless it has ended, and reaps it.
+    /// Kills the program and whatever it started (its process group, so
+    /// that nothing it left behind holds its output open), and reaps it.
     pub fn stop(&mut self) {
+        if !self.stopped {
+            self.stopped = true;
+            // SAFETY: a plain system call. The group is the program's own
+            // (`children::guard`); its number stays taken while anything in
+            // it lives, and it is killed once, as the run ends.
+            #[cfg(target_os = "linux")]
+            unsafe {
+                libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
+            }
+        }
         if self.ended.is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
@@ -71,8 +115,9 @@ impl Process {
         }
     }
 
-    pub fn diagnostics(&mut self) -> String {
-        self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default()
+    /// Its standard error, waiting at most `wait` for the end of it.
+    pub fn diagnostics(&mut self, wait: Duration) -> String {
+        self.stderr.text(wait)
     }
 
     pub fn id(&self) -> u32 {
@@ -145,8 +190,8 @@ impl Target for Stdio {
         self.process.stop();
     }
 
-    fn diagnostics(&mut self) -> String {
-        self.process.diagnostics()
+    fn diagnostics(&mut self, wait: Duration) -> String {
+        self.process.diagnostics(wait)
     }
 
     fn process(&self) -> Option<u32> {

@@ -31,6 +31,8 @@ const POLL: Duration = Duration::from_millis(50);
 const HEARTBEAT: Duration = Duration::from_secs(10);
 /// How long a target may take to exit after closing its output.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long the output may stay open after the target ended, by default.
+pub const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -80,7 +82,9 @@ pub enum Next {
 
 /// A started image.
 pub trait Target {
-    /// The next line of output, waiting at most `wait`.
+    /// The next line of output, waiting at most `wait`. `Closed` comes only
+    /// after every byte the program sent has been handed out, so a program
+    /// that has ended is read until then.
     fn next(&mut self, wait: Duration) -> Result<Next, RunnerError>;
     /// Sends bytes to the firmware's input.
     fn send(&mut self, bytes: &[u8]) -> Result<(), RunnerError>;
@@ -88,12 +92,14 @@ pub trait Target {
     fn ended(&mut self) -> Result<Option<Ending>, RunnerError>;
     /// Stops the program and releases what it holds; safe to call twice.
     fn stop(&mut self);
-    /// The runner's own diagnostics so far.
-    fn diagnostics(&mut self) -> String;
+    /// The runner's own diagnostics, waiting at most `wait` for the rest
+    /// of them once the program has ended.
+    fn diagnostics(&mut self, wait: Duration) -> String;
     fn process(&self) -> Option<u32>;
 }
 
-/// Settings that come from the command line rather than the profile.
+/// How a run is carried out, beyond the profile: settings from the command
+/// line, and the grace the end of a run is read within.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Debug probe to use, overriding the profile's.
@@ -103,11 +109,15 @@ pub struct RunOptions {
     /// How many times the firmware sends each frame after the command, so
     /// that over a noisy link one whole copy is enough.
     pub copies: u8,
+    /// How long the output may stay open after the target ended: the end of
+    /// a run is read to the end of its stream, unless something the target
+    /// started still holds it after this long.
+    pub grace: Duration,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { probe: None, noise: None, copies: 1 }
+        RunOptions { probe: None, noise: None, copies: 1, grace: OUTPUT_GRACE }
     }
 }
 
@@ -175,20 +185,23 @@ const QEMU_HINT: &str = "; install it with `cargo xtask doctor` (Debian/Ubuntu p
 /// Holds the conversation: waits for `Hello`, sends `Run` for `scenario`
 /// (with `frames` for the streaming scenarios, and the `copies` of each
 /// frame the firmware is to send), collects everything until the program
-/// ends or `timeout` passes (then the target is stopped).
+/// ends or `timeout` passes (then the target is stopped). Once the program
+/// has ended, its output is read to the end of the stream, for at most the
+/// options' grace.
 pub fn drive(
     target: &mut dyn Target,
     scenario: &str,
     frames: u32,
-    copies: u8,
     timeout: Duration,
+    options: &RunOptions,
     still_running: &dyn Fn(Duration),
 ) -> Result<Run, RunnerError> {
     let started = Instant::now();
     let mut told = Duration::ZERO;
     let _driven = children::Driven::start();
-    let mut session = Session::new(copies);
+    let mut session = Session::new(options.copies);
     let mut command_sent = false;
+    let mut unread = None;
     let ending = loop {
         if children::cancelled() {
             target.stop();
@@ -214,7 +227,7 @@ pub fn drive(
                 }
                 if session.hello.is_some() && !command_sent {
                     let mut command = Vec::new();
-                    Frame::Run { scenario, frames, copies }
+                    Frame::Run { scenario, frames, copies: options.copies }
                         .write_lines(0, 1, |b| command.extend_from_slice(b))
                         .expect("scenario names are short");
                     if let Err(e) = target.send(&command) {
@@ -226,9 +239,8 @@ pub fn drive(
             }
             Ok(Next::Idle) => {
                 if let Some(ending) = target.ended()? {
-                    // Whatever was still in flight.
-                    while let Next::Line(line) = target.next(Duration::ZERO)? {
-                        session.feed(&line);
+                    if !read_to_end(target, &mut session, options.grace)? {
+                        unread = Some(options.grace);
                     }
                     break ending;
                 }
@@ -241,7 +253,31 @@ pub fn drive(
         }
     };
     target.stop();
-    Ok(Run { session, ending, diagnostics: target.diagnostics(), process: target.process() })
+    let mut diagnostics = target.diagnostics(options.grace);
+    if let Some(grace) = unread {
+        diagnostics.push_str(&format!(
+            "the target's output was still open {:.1} s after it ended (a process it started holds it?): \
+             read no further\n",
+            grace.as_secs_f64()
+        ));
+    }
+    Ok(Run { session, ending, diagnostics, process: target.process() })
+}
+
+/// Reads what a target that has ended still has in flight, to the end of
+/// its output: whether the output closed within `grace`. A transport
+/// delivers what the firmware sent before the end with some delay (a pipe
+/// read on a thread of its own, a pty's buffer), more on a busy machine.
+fn read_to_end(target: &mut dyn Target, session: &mut Session, grace: Duration) -> Result<bool, RunnerError> {
+    let deadline = Instant::now() + grace;
+    loop {
+        match target.next(deadline.saturating_duration_since(Instant::now()))? {
+            Next::Line(line) => session.feed(&line),
+            Next::Closed => return Ok(true),
+            Next::Idle if Instant::now() >= deadline => return Ok(false),
+            Next::Idle => {}
+        }
+    }
 }
 
 fn wait_for_end(target: &mut dyn Target) -> Result<Ending, RunnerError> {
@@ -254,4 +290,172 @@ fn wait_for_end(target: &mut dyn Target) -> Result<Ending, RunnerError> {
     }
     target.stop();
     Ok(Ending::Died("closed its output but did not exit".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A run's frames as lines: hello, one figure, done.
+    fn frames() -> Vec<String> {
+        let frames = [
+            Frame::Hello { board: "b", model: "m", arena_capacity: 1024, stack_size: 2048 },
+            Frame::Metric { name: "arena_used_bytes", value: 512 },
+            Frame::Done { ok: true },
+        ];
+        frames
+            .iter()
+            .enumerate()
+            .map(|(seq, frame)| {
+                let mut line = Vec::new();
+                frame.write_lines(seq as u16, 1, |b| line.extend_from_slice(b)).unwrap();
+                String::from_utf8(line).unwrap()
+            })
+            .collect()
+    }
+
+    /// A target that has exited before its transport delivered its last
+    /// lines: the hello comes first; once its exit has been seen, the rest
+    /// arrives only after `lag` more waits with nothing, then the output
+    /// closes (a pipe read on a thread the machine is slow to run).
+    struct Late {
+        before: VecDeque<String>,
+        after: VecDeque<String>,
+        lag: usize,
+        exited: bool,
+    }
+
+    impl Target for Late {
+        fn next(&mut self, _: Duration) -> Result<Next, RunnerError> {
+            if let Some(line) = self.before.pop_front() {
+                return Ok(Next::Line(line));
+            }
+            if !self.exited {
+                return Ok(Next::Idle);
+            }
+            if self.lag > 0 {
+                self.lag -= 1;
+                return Ok(Next::Idle);
+            }
+            Ok(self.after.pop_front().map_or(Next::Closed, Next::Line))
+        }
+        fn send(&mut self, _: &[u8]) -> Result<(), RunnerError> {
+            Ok(())
+        }
+        fn ended(&mut self) -> Result<Option<Ending>, RunnerError> {
+            self.exited = self.before.is_empty();
+            Ok(self.exited.then_some(Ending::Exited(0)))
+        }
+        fn stop(&mut self) {}
+        fn diagnostics(&mut self, _: Duration) -> String {
+            String::new()
+        }
+        fn process(&self) -> Option<u32> {
+            None
+        }
+    }
+
+    const SOON: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn lines_that_arrive_after_the_exit_is_seen_are_read() {
+        let mut lines = frames();
+        let after: VecDeque<String> = lines.split_off(1).into();
+        let mut target = Late { before: lines.into(), after, lag: 3, exited: false };
+        let run = drive(&mut target, "single-frame", 0, SOON, &RunOptions::default(), &|_| {}).unwrap();
+        assert_eq!(run.ending, Ending::Exited(0));
+        assert_eq!((run.session.done, run.session.metrics.len()), (Some(true), 1), "{:#?}", run.session);
+        assert!(run.diagnostics.is_empty(), "{}", run.diagnostics);
+    }
+
+    /// A shell script as the target, its standard output carrying `frames`.
+    fn shell(script: &str) -> Box<dyn Target> {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        Box::new(child::Stdio::start(command, "sh", "").unwrap())
+    }
+
+    fn printf(lines: &[String]) -> String {
+        format!("printf '{}'", lines.concat().replace('\n', "\\n"))
+    }
+
+    /// A script that says hello, waits for the command as the firmware
+    /// does, then sends the rest of `lines`.
+    fn after_the_command(lines: &[String]) -> String {
+        format!("{}; read run; {}", printf(&lines[..1]), printf(&lines[1..]))
+    }
+
+    /// A real program that exits at once, leaving the rest of its run to a
+    /// process it started, which writes it later: the run is read to the
+    /// end of its output, whatever the machine's load.
+    #[test]
+    fn a_programs_output_is_read_to_its_end_not_to_its_exit() {
+        let mut lines = frames();
+        let rest = lines.split_off(1);
+        let script = format!("{}; read run; (sleep 0.3; {}) & exit 0", printf(&lines), printf(&rest));
+        let run = drive(shell(&script).as_mut(), "single-frame", 0, SOON, &RunOptions::default(), &|_| {}).unwrap();
+        assert_eq!(run.ending, Ending::Exited(0));
+        assert_eq!(run.session.done, Some(true), "{:#?}", run.session);
+        assert!(!run.diagnostics.contains("still open"), "{}", run.diagnostics);
+    }
+
+    /// A process the target started and left behind holding its output open:
+    /// reading stops after the grace, says so, and the leftover process is
+    /// stopped with the target (it is in the target's process group).
+    #[test]
+    fn an_output_held_open_past_the_grace_is_named_and_its_holder_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("holder");
+        let script = format!("{}; sleep 30 & echo $! > {}; exit 0", after_the_command(&frames()), pid_file.display());
+        let options = RunOptions { grace: Duration::from_millis(300), ..RunOptions::default() };
+        let run = drive(shell(&script).as_mut(), "single-frame", 0, SOON, &options, &|_| {}).unwrap();
+        assert_eq!((run.ending, run.session.done), (Ending::Exited(0), Some(true)), "{:#?}", run.session);
+        assert!(
+            run.diagnostics.contains("the target's output was still open 0.3 s after it ended"),
+            "{}",
+            run.diagnostics
+        );
+        let holder = std::fs::read_to_string(&pid_file).unwrap();
+        let gone = Instant::now();
+        while alive(holder.trim()) {
+            assert!(gone.elapsed() < SOON, "the process holding the output (pid {holder}) is still running");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A process that left the target's group holds its standard error: the
+    /// run ends all the same once the grace is over, and says so.
+    #[test]
+    fn a_standard_error_held_open_past_the_grace_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("holder");
+        // The holder writes its pid once it has left the group; the script
+        // waits for that before it exits.
+        let script = format!(
+            "{}; setsid sh -c 'echo $$ > {file}; exec sleep 30' > /dev/null & \
+             while [ ! -s {file} ]; do sleep 0.01; done; exit 0",
+            after_the_command(&frames()),
+            file = pid_file.display()
+        );
+        let options = RunOptions { grace: Duration::from_millis(300), ..RunOptions::default() };
+        let run = drive(shell(&script).as_mut(), "single-frame", 0, SOON, &options, &|_| {}).unwrap();
+        let holder = std::fs::read_to_string(&pid_file).unwrap();
+        // SAFETY: a plain system call, to the process this test started.
+        unsafe { libc::kill(holder.trim().parse().unwrap(), libc::SIGKILL) };
+        assert_eq!((run.ending, run.session.done), (Ending::Exited(0), Some(true)), "{:#?}", run.session);
+        assert!(!run.diagnostics.contains("the target's output"), "{}", run.diagnostics);
+        assert!(
+            run.diagnostics.contains("its standard error was still open 0.3 s after it ended"),
+            "{}",
+            run.diagnostics
+        );
+    }
+
+    /// Whether process `pid` exists and is not a zombie.
+    fn alive(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    }
 }

@@ -83,8 +83,8 @@ impl Target for Noisy {
         self.inner.stop()
     }
 
-    fn diagnostics(&mut self) -> String {
-        self.inner.diagnostics()
+    fn diagnostics(&mut self, wait: Duration) -> String {
+        self.inner.diagnostics(wait)
     }
 
     fn process(&self) -> Option<u32> {
@@ -123,7 +123,7 @@ mod tests {
             Ok(None)
         }
         fn stop(&mut self) {}
-        fn diagnostics(&mut self) -> String {
+        fn diagnostics(&mut self, _: Duration) -> String {
             String::new()
         }
         fn process(&self) -> Option<u32> {

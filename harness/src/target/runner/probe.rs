@@ -356,7 +356,7 @@ impl Target for ProbeTarget {
         }
     }
 
-    fn diagnostics(&mut self) -> String {
+    fn diagnostics(&mut self, _: Duration) -> String {
         String::new()
     }
 

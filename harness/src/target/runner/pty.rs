@@ -2,16 +2,20 @@
 //! driver, as a real board's UART would be.
 //!
 //! The harness makes the pty pair and hands QEMU the terminal side; it keeps
-//! the master side for the whole run, and the terminal side open as well.
-//! Holding the master from before QEMU starts means nothing the guest writes
-//! early is lost. Holding it after QEMU exits matters as much: when the side
-//! that wrote closes, Linux keeps unread bytes for the master's reader but
-//! discards them for a terminal-side reader, so a harness that read QEMU's
-//! own pty could lose the end of a run it was slow to read. With the terminal
-//! side also held, the master never hangs up: the output is over when QEMU
-//! has ended and nothing is left to read.
+//! the master side for the whole run, and the terminal side open as long as
+//! QEMU runs. Holding the master from before QEMU starts means nothing the
+//! guest writes early is lost. Holding the terminal side keeps the master
+//! from hanging up while QEMU runs. Once QEMU has ended the harness lets go
+//! of it: with no terminal side open, the master's reader still gets every
+//! byte QEMU wrote (Linux keeps them for it, unlike for a terminal-side
+//! reader), then the end of the stream, so the end of a run is read to its
+//! end however late the harness reads it.
+//!
+//! The serial port driver refuses to read a hung-up port, so the rest after
+//! QEMU's end is read from the master directly.
 
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -24,8 +28,9 @@ use super::{Ending, Next, RunnerError, Target, QEMU, QEMU_HINT};
 pub struct QemuPty {
     process: Process,
     master: TTYPort,
-    /// The terminal side QEMU opened too; held so the master never hangs up.
-    _terminal: TTYPort,
+    /// The terminal side QEMU opened too; held until QEMU has ended, so the
+    /// master does not hang up while it runs.
+    terminal: Option<TTYPort>,
     lines: LineBuffer,
 }
 
@@ -37,7 +42,7 @@ impl QemuPty {
         let mut command = Command::new(QEMU);
         command.args(args).args(["-monitor", "none", "-serial", &path]);
         let process = Process::spawn(command, QEMU, QEMU_HINT)?;
-        Ok(QemuPty { process, master, _terminal: terminal, lines: LineBuffer::default() })
+        Ok(QemuPty { process, master, terminal: Some(terminal), lines: LineBuffer::default() })
     }
 }
 
@@ -50,6 +55,14 @@ impl Target for QemuPty {
                 return Ok(Next::Line(line));
             }
             let left = deadline.saturating_duration_since(Instant::now());
+            if self.terminal.is_none() {
+                match read_hung_up(&self.master, &mut buf, left)? {
+                    Some(0) => return Ok(self.lines.rest().map_or(Next::Closed, Next::Line)),
+                    Some(n) => self.lines.push(&buf[..n]),
+                    None => return Ok(Next::Idle),
+                }
+                continue;
+            }
             self.master.set_timeout(left.max(Duration::from_millis(1))).map_err(|e| RunnerError::Pty(e.to_string()))?;
             match self.master.read(&mut buf) {
                 Ok(n) => self.lines.push(&buf[..n]),
@@ -67,18 +80,48 @@ impl Target for QemuPty {
     }
 
     fn ended(&mut self) -> Result<Option<Ending>, RunnerError> {
-        self.process.ended()
+        let ended = self.process.ended()?;
+        if ended.is_some() {
+            // Nothing writes to the terminal side any more: let go of it,
+            // so the master's output ends after the last byte QEMU wrote.
+            self.terminal = None;
+        }
+        Ok(ended)
     }
 
     fn stop(&mut self) {
         self.process.stop();
     }
 
-    fn diagnostics(&mut self) -> String {
-        self.process.diagnostics()
+    fn diagnostics(&mut self, wait: Duration) -> String {
+        self.process.diagnostics(wait)
     }
 
     fn process(&self) -> Option<u32> {
         Some(self.process.id())
+    }
+}
+
+/// Reads the master side of a pty whose terminal side is closed: `Some(n)`
+/// bytes, `Some(0)` at the end (Linux says EIO once the rest is read), or
+/// `None` when nothing came within `wait`.
+fn read_hung_up(master: &TTYPort, buf: &mut [u8], wait: Duration) -> Result<Option<usize>, RunnerError> {
+    let fd = master.as_raw_fd();
+    let error = |source| RunnerError::Io { what: "cannot read QEMU's pty".into(), source };
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let millis = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd, and a buffer of the length given.
+    match unsafe { libc::poll(&mut poll, 1, millis) } {
+        0 => return Ok(None),
+        n if n < 0 => return Err(error(std::io::Error::last_os_error())),
+        _ => {}
+    }
+    match unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } {
+        n if n >= 0 => Ok(Some(n as usize)),
+        _ => match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EIO) => Ok(Some(0)),
+            e if e.kind() == std::io::ErrorKind::Interrupted => Ok(None),
+            e => Err(error(e)),
+        },
     }
 }
