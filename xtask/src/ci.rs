@@ -5,15 +5,15 @@
 //! running (`hil --build-only`), with theirs in target/hilmem/build-only/. Each step is the command a developer would
 //! type.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use harness::spec::board;
 use harness::spec::runtime::Choice;
 use harness::{doctor, Workspace};
 
-use crate::exit;
+use crate::{exit, test};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,6 +30,11 @@ pub struct Args {
     #[arg(long)]
     tflm: Option<String>,
 }
+
+/// CI's short stress pass: each test that drives a target this many times,
+/// on this many test threads (more than CI's cores).
+const STRESS_COUNT: &str = "2";
+const STRESS_THREADS: &str = "6";
 
 /// Where CI's build-only run of the real boards writes its results.
 const BUILD_ONLY_OUT: &str = "target/hilmem/build-only";
@@ -52,7 +57,7 @@ pub fn run(args: Args) -> Result<i32> {
         build_only.extend(["--board".to_owned(), board.name]);
     }
     build_only.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
-    let test_tflm = args.test_tflm.map(|given| tflm_checkout(ws.root(), &given)).transpose()?;
+    let test_tflm = args.test_tflm.map(|given| test::tflm_checkout(ws.root(), &given)).transpose()?;
 
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
     let steps: Vec<(&str, &std::ffi::OsStr, Vec<String>)> = vec![
@@ -73,6 +78,11 @@ pub fn run(args: Args) -> Result<i32> {
         ),
         ("workflow files (actionlint)", actionlint.as_os_str(), vec![]),
         ("tests", xtask.as_os_str(), strings(&["test"])),
+        (
+            "the run-to-record path under load",
+            xtask.as_os_str(),
+            strings(&["test", "--stress", STRESS_COUNT, "--threads", STRESS_THREADS]),
+        ),
         ("emulated boards against the baselines", xtask.as_os_str(), hil),
         ("real boards, build only, against the baselines", xtask.as_os_str(), build_only),
     ];
@@ -82,7 +92,7 @@ pub fn run(args: Args) -> Result<i32> {
         let mut command = Command::new(program);
         command.current_dir(ws.root()).args(&args);
         if let Some(tree) = &test_tflm {
-            command.env("HILMEM_TEST_TFLM", tree);
+            command.env(test::TEST_TFLM, tree);
         }
         let status = command.status().with_context(|| format!("cannot run the {name} step"))?;
         if !status.success() {
@@ -97,47 +107,6 @@ pub fn run(args: Args) -> Result<i32> {
 /// killed by a signal), each read as a regression (1) or an error (2).
 fn worst(failed: &[Option<i32>]) -> i32 {
     failed.iter().map(|code| code.unwrap_or(exit::ERROR).clamp(exit::REGRESSION, exit::ERROR)).max().unwrap_or(exit::OK)
-}
-
-/// The checkout `given` names: itself when it is a TFLM tree, else the
-/// `tflite-micro-*` checkout inside it, or the one its
-/// `tflite-micro-*.tar.gz` unpacks to under `target/tflm/` (unpacked once,
-/// through a scratch directory, so an interrupted unpack leaves nothing that
-/// looks complete).
-fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
-    // Absolute: the tests run in their own package's directory.
-    let given = &given.canonicalize().with_context(|| format!("--test-tflm {}", given.display()))?;
-    if given.join("tensorflow/lite/micro").is_dir() {
-        return Ok(given.to_owned());
-    }
-    let entries: Vec<PathBuf> = std::fs::read_dir(given)
-        .with_context(|| format!("--test-tflm {}: cannot read the directory", given.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("tflite-micro-")))
-        .collect();
-    if let Some(tree) = entries.iter().find(|p| p.is_dir()) {
-        return Ok(tree.clone());
-    }
-    let Some(archive) = entries.iter().find(|p| p.to_string_lossy().ends_with(".tar.gz")) else {
-        bail!("--test-tflm {}: no TFLM tree, tflite-micro-* checkout or tflite-micro-*.tar.gz there", given.display());
-    };
-    let name = archive.file_name().and_then(|n| n.to_str()).unwrap().trim_end_matches(".tar.gz").to_owned();
-    let dir = root.join("target/tflm");
-    let tree = dir.join(&name);
-    if !tree.is_dir() {
-        eprintln!("== ci: unpacking {} into {}", archive.display(), dir.display());
-        let scratch = dir.join(".partial");
-        let _ = std::fs::remove_dir_all(&scratch);
-        std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
-        let status = Command::new("tar").arg("-xzf").arg(archive).arg("-C").arg(&scratch).status();
-        if !status.context("cannot run tar")?.success() {
-            bail!("tar could not unpack {}", archive.display());
-        }
-        std::fs::rename(scratch.join(&name), &tree)
-            .with_context(|| format!("{} does not unpack to {name}/", archive.display()))?;
-        let _ = std::fs::remove_dir_all(&scratch);
-    }
-    Ok(tree)
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

@@ -1,7 +1,9 @@
 //! `cargo xtask test`: set up the machine, then run every test: the host
 //! workspace (protocol, harness and its QEMU integration tests) and the
-//! firmware's host-testable crates.
+//! firmware's host-testable crates; or, with `--stress`, the tests that
+//! drive a target, many times over with more test threads than cores.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -12,10 +14,28 @@ use crate::exit;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// A current TFLM for the tests that build against one: a tflite-micro
+    /// checkout with its downloads, or a directory holding one as
+    /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/). Else
+    /// HILMEM_TEST_TFLM; without either those tests are not run, and the
+    /// run says how many (in CI they fail).
+    #[arg(long, value_name = "DIR")]
+    test_tflm: Option<PathBuf>,
+    /// Instead of the suite, run the tests that drive a target (nextest's
+    /// `stress` profile: the run-to-record path) COUNT times each.
+    #[arg(long, value_name = "COUNT")]
+    stress: Option<u32>,
+    /// Test threads of a stress run (default: three per core, so that runs
+    /// wait for the processor as on a busy machine).
+    #[arg(long, requires = "stress")]
+    threads: Option<usize>,
     /// Extra arguments for cargo-nextest (for example a test name filter).
     #[arg(last = true)]
     nextest: Vec<String>,
 }
+
+/// The environment variable the tests read a current TFLM's checkout from.
+pub const TEST_TFLM: &str = "HILMEM_TEST_TFLM";
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
@@ -32,9 +52,39 @@ pub fn run(args: Args) -> Result<i32> {
     if !fetched.success() {
         bail!("cargo fetch --manifest-path firmware/Cargo.toml failed");
     }
+    let tflm = match args.test_tflm {
+        Some(given) => Some(tflm_checkout(ws.root(), &given)?),
+        None => std::env::var_os(TEST_TFLM).map(PathBuf::from),
+    };
+    let nextest = |profile: &str| {
+        let mut command = Command::new(&cargo);
+        command.current_dir(ws.root()).args(["nextest", "run", "--config-file", NEXTEST_CONFIG, "--profile", profile]);
+        if let Some(tree) = &tflm {
+            command.env(TEST_TFLM, tree);
+        }
+        command
+    };
 
-    // CI gets the profile that writes JUnit reports.
-    let profile = if std::env::var_os("CI").is_some() { "ci" } else { "default" };
+    if let Some(count) = args.stress {
+        let threads = args.threads.unwrap_or_else(|| 3 * std::thread::available_parallelism().map_or(2, |n| n.get()));
+        eprintln!("== tests: the tests that drive a target, {count} times each on {threads} test threads");
+        let status = nextest("stress")
+            .args(["--workspace", "--no-tests=fail", "--stress-count", &count.to_string()])
+            .args(["--test-threads", &threads.to_string()])
+            .args(&args.nextest)
+            .status()
+            .context("cannot run cargo nextest for the stress run")?;
+        return Ok(if status.success() { exit::OK } else { exit::REGRESSION });
+    }
+
+    // CI gets the profile that writes JUnit reports, and runs every test: a
+    // current TFLM missing there is a failure. Elsewhere, without one, the
+    // tests that need it are left out by name, and counted.
+    let profile = match (std::env::var_os("CI").is_some(), tflm.is_some()) {
+        (true, _) => "ci",
+        (false, true) => "default",
+        (false, false) => WITHOUT_TFLM,
+    };
     let suites: [(&str, Vec<&str>); 2] = [
         ("host workspace", vec!["--workspace"]),
         (
@@ -45,9 +95,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut code = exit::OK;
     for (name, selection) in suites {
         eprintln!("== tests: {name}");
-        let status = Command::new(&cargo)
-            .current_dir(ws.root())
-            .args(["nextest", "run", "--config-file", ".config/nextest.toml", "--profile", profile])
+        let status = nextest(profile)
             // A name filter may select nothing in one of the suites; the full
             // run must find tests in both (a suite that compiles to none is
             // a failure, not a warning).
@@ -60,5 +108,78 @@ pub fn run(args: Args) -> Result<i32> {
             code = exit::REGRESSION;
         }
     }
+    if profile == WITHOUT_TFLM {
+        let left_out = left_out(&cargo, ws.root(), &args.nextest)?;
+        eprintln!("== tests: {left_out} tests skipped: no current TFLM (give --test-tflm DIR)");
+    }
     Ok(code)
+}
+
+/// The nextest configuration, with the profiles named here.
+const NEXTEST_CONFIG: &str = ".config/nextest.toml";
+/// The profile that leaves out the tests that need a current TFLM.
+const WITHOUT_TFLM: &str = "without-tflm";
+
+/// How many of the selected tests the profile without a TFLM leaves out.
+fn left_out(cargo: &std::ffi::OsStr, root: &Path, filters: &[String]) -> Result<usize> {
+    let out = Command::new(cargo)
+        .current_dir(root)
+        .args(["nextest", "list", "--config-file", NEXTEST_CONFIG, "--profile", WITHOUT_TFLM])
+        .args(["--workspace", "--message-format", "json"])
+        .args(filters)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot run cargo nextest list")?;
+    if !out.status.success() {
+        bail!("cargo nextest list failed");
+    }
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).context("cargo nextest list: not JSON")?;
+    let suites = list["rust-suites"].as_object().context("cargo nextest list: no rust-suites")?;
+    Ok(suites
+        .values()
+        .filter_map(|suite| suite["testcases"].as_object())
+        .flat_map(|cases| cases.values())
+        .filter(|case| case["filter-match"]["reason"] == "default-filter")
+        .count())
+}
+
+/// The checkout `given` names: itself when it is a TFLM tree, else the
+/// `tflite-micro-*` checkout inside it, or the one its
+/// `tflite-micro-*.tar.gz` unpacks to under `target/tflm/` (unpacked once,
+/// through a scratch directory, so an interrupted unpack leaves nothing that
+/// looks complete).
+pub fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
+    // Absolute: the tests run in their own package's directory.
+    let given = &given.canonicalize().with_context(|| format!("--test-tflm {}", given.display()))?;
+    if given.join("tensorflow/lite/micro").is_dir() {
+        return Ok(given.to_owned());
+    }
+    let entries: Vec<PathBuf> = std::fs::read_dir(given)
+        .with_context(|| format!("--test-tflm {}: cannot read the directory", given.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("tflite-micro-")))
+        .collect();
+    if let Some(tree) = entries.iter().find(|p| p.is_dir()) {
+        return Ok(tree.clone());
+    }
+    let Some(archive) = entries.iter().find(|p| p.to_string_lossy().ends_with(".tar.gz")) else {
+        bail!("--test-tflm {}: no TFLM tree, tflite-micro-* checkout or tflite-micro-*.tar.gz there", given.display());
+    };
+    let name = archive.file_name().and_then(|n| n.to_str()).unwrap().trim_end_matches(".tar.gz").to_owned();
+    let dir = root.join("target/tflm");
+    let tree = dir.join(&name);
+    if !tree.is_dir() {
+        eprintln!("== tests: unpacking {} into {}", archive.display(), dir.display());
+        let scratch = dir.join(".partial");
+        let _ = std::fs::remove_dir_all(&scratch);
+        std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+        let status = Command::new("tar").arg("-xzf").arg(archive).arg("-C").arg(&scratch).status();
+        if !status.context("cannot run tar")?.success() {
+            bail!("tar could not unpack {}", archive.display());
+        }
+        std::fs::rename(scratch.join(&name), &tree)
+            .with_context(|| format!("{} does not unpack to {name}/", archive.display()))?;
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    Ok(tree)
 }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use harness::bench::branching_model;
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::tail::tfmicro2020 as tail;
@@ -13,7 +14,7 @@ use harness::run::measurement::SINGLE_FRAME;
 
 use harness::spec::runtime::{bundled_tree, Generation};
 
-use crate::support::{compiled_layouts, default_board, measure, model, printed_by_tflm, EXAMPLE_MODELS};
+use crate::support::{compiled_layouts, default_board, measure, model, printed_by_tflm, ws, EXAMPLE_MODELS};
 
 fn source(path: &str) -> String {
     let file = bundled_tree().root.join("tensorflow/lite").join(path);
@@ -195,4 +196,15 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
     }
     let suggested = harness::spec::fit::fit(&hello_analysis, &default_board()).unwrap().suggested_arena_bytes;
     assert_eq!(capacity("hello-auto"), suggested);
+}
+
+/// The branching example model is what its generator writes (rewrite it
+/// with `HILMEM_BLESS=1 cargo xtask test -- branching`).
+#[test]
+fn the_branching_model_file_is_what_its_generator_writes() {
+    let path = ws().root().join("firmware/models/branching.tflite");
+    if std::env::var_os("HILMEM_BLESS").is_some() {
+        std::fs::write(&path, branching_model()).unwrap();
+    }
+    assert!(std::fs::read(&path).unwrap() == branching_model(), "{} is stale; bless it", path.display());
 }

@@ -12,7 +12,7 @@ use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
 use harness::spec::runtime::Generation;
 
-use crate::current_tflm::current_tflm;
+use super::current_tflm;
 use crate::support::{ran, ws};
 
 /// magic_wand (a classifier) and hello_world resident together, loaded in
@@ -23,7 +23,7 @@ use crate::support::{ran, ws};
 /// head would take; both models answer right either way.
 #[test]
 fn a_resident_pair_shares_an_arena_for_less_than_two() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let dir = tempfile::tempdir().unwrap();
     let models = ws().root().join("firmware/models");
     let toml = format!(

@@ -4,26 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use harness::bench::branching_model;
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::tflite;
 use harness::run::measurement::{metric, Measurement};
 use harness::spec::runtime::Generation;
 
-use crate::current_tflm::current_tflm;
+use super::current_tflm;
 use crate::support::{hil_with_models, ran, ws};
-
-/// The branching example model is what its generator writes (rewrite it
-/// with `HILMEM_BLESS=1 cargo xtask test -- branching`).
-#[test]
-fn the_branching_model_file_is_what_its_generator_writes() {
-    let path = ws().root().join("firmware/models/branching.tflite");
-    if std::env::var_os("HILMEM_BLESS").is_some() {
-        std::fs::write(&path, branching_model()).unwrap();
-    }
-    assert!(std::fs::read(&path).unwrap() == branching_model(), "{} is stale; bless it", path.display());
-}
 
 /// `name` with `planner`: a models-file entry for the single frame.
 fn entry(name: &str, file: &str, arena: u32, planner: Planner, input: &str) -> String {
@@ -42,7 +30,7 @@ fn entry(name: &str, file: &str, arena: u32, planner: Planner, input: &str) -> S
 /// by exactly what hilmem's plan saves on the head (336 - 272 = 64 bytes).
 #[test]
 fn each_planner_measures_what_it_predicts() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let dir = tempfile::tempdir().unwrap();
     let ring = ws().root().join("firmware/models/ring_micro_f9643d42_nohash_4.data");
     let models = [
@@ -103,7 +91,7 @@ fn each_planner_measures_what_it_predicts() {
 /// run with the model's name and TFLM's own message.
 #[test]
 fn an_offline_plan_tflm_refuses_is_an_error_naming_the_model_and_tflms_message() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let dir = tempfile::tempdir().unwrap();
     let original = std::fs::read(ws().root().join("firmware/models/hello_world.tflite")).unwrap();
     let tensors = tflite::read(&original).unwrap().subgraphs[0].tensors.len();

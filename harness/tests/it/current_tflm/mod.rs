@@ -20,26 +20,33 @@ use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 
 use crate::support::{self, board, printed_by_tflm, ran, ws, TIMEOUT};
 
-/// The checkout in `HILMEM_TEST_TFLM`. Without it a test fails in CI (where
-/// it must run) and elsewhere says what it needs and stops.
-pub fn current_tflm() -> Option<Runtime> {
-    match std::env::var_os("HILMEM_TEST_TFLM") {
-        Some(dir) => Some(Runtime::at(Path::new(&dir)).unwrap_or_else(|e| panic!("HILMEM_TEST_TFLM: {e}"))),
-        None if std::env::var_os("CI").is_some() => {
-            panic!("HILMEM_TEST_TFLM is not set: CI must give the tests a current TFLM checkout (see .ci/run)")
-        }
-        None => {
-            eprintln!("HILMEM_TEST_TFLM is not set: this test needs a tflite-micro checkout with its downloads");
-            None
-        }
-    }
+mod planners;
+mod resident;
+
+/// The checkout in `HILMEM_TEST_TFLM`. Every test that needs one is under
+/// this module, so that `cargo xtask test` can leave them out by name on a
+/// machine without one (and say how many); run without one, such a test
+/// fails, saying what it needs.
+pub fn current_tflm() -> Runtime {
+    let test = std::thread::current().name().unwrap_or_default().to_owned();
+    assert!(
+        test.starts_with("current_tflm::"),
+        "{test} needs a current TFLM: it belongs under the current_tflm module, which runs only with one"
+    );
+    let Some(dir) = std::env::var_os("HILMEM_TEST_TFLM") else {
+        panic!(
+            "HILMEM_TEST_TFLM is not set: this test needs a tflite-micro checkout with its downloads \
+             (`cargo xtask test --test-tflm DIR` gives it one, and leaves these tests out without one)"
+        )
+    };
+    Runtime::at(Path::new(&dir)).unwrap_or_else(|e| panic!("HILMEM_TEST_TFLM: {e}"))
 }
 
 /// What the checkout's resolver registers is read from its own header and
 /// schema: the operators the bundled TFLM lacks among them.
 #[test]
 fn the_current_resolver_is_read_from_the_checkout() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     assert_eq!(runtime.generation(), Generation::Current);
     let by_name: std::collections::BTreeMap<&str, &Operator> =
         runtime.operators.by_code.values().map(|o| (o.name.as_str(), o)).collect();
@@ -71,7 +78,7 @@ fn the_current_resolver_is_read_from_the_checkout() {
 /// names the change and the figures that moved.
 #[test]
 fn hello_world_runs_on_the_current_tflm_and_the_comparison_names_the_change() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
     options.models = vec!["hello_world".into()];
     options.scenarios = vec![SINGLE_FRAME.into()];
@@ -106,7 +113,7 @@ fn hello_world_runs_on_the_current_tflm_and_the_comparison_names_the_change() {
 /// SHAPE are refused before anything is built on the bundled TFLM.
 #[test]
 fn the_current_example_models_answer_right_on_the_m7_and_the_host() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let models_file = ws().root().join("firmware/models/current/hil.toml");
     let file = models::load(&models_file).unwrap();
     for (name, lacking) in [("wave_shape", "MEAN v2"), ("stripes", "SHAPE v1")] {
@@ -164,7 +171,7 @@ fn the_current_example_models_answer_right_on_the_m7_and_the_host() {
 /// to it.
 #[test]
 fn the_tail_layouts_match_the_current_tflm() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let sources: Vec<String> = current::DECLARED_IN.iter().map(|s| (*s).to_owned()).collect();
     let layouts = current::layouts();
     assert_eq!(support::compiled_layouts(runtime.tree.as_ref().unwrap(), &sources, &layouts), layouts);
@@ -179,7 +186,7 @@ fn the_tail_layouts_match_the_current_tflm() {
 /// on the Cortex-M7 it stays under the test's 32-bit ceiling.
 #[test]
 fn the_arena_is_what_tflms_threshold_test_expects() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let micro = runtime.dir().unwrap().join("tensorflow/lite/micro");
     let source = std::fs::read_to_string(micro.join("memory_arena_threshold_test.cc")).unwrap();
     // The first definition of each is the TF_LITE_STATIC_MEMORY branch.
@@ -238,7 +245,7 @@ fn the_arena_is_what_tflms_threshold_test_expects() {
 /// predicts head and tail exactly as TFLM allocates them on the Cortex-M7.
 #[test]
 fn tflms_person_detection_model_is_predicted_exactly() {
-    let Some(runtime) = current_tflm() else { return };
+    let runtime = current_tflm();
     let bytes =
         std::fs::read(runtime.dir().unwrap().join("tensorflow/lite/micro/models/person_detect.tflite")).unwrap();
     let dir = tempfile::tempdir().unwrap();
