@@ -20,6 +20,7 @@ use crate::spec::models::{Model, ModelsError};
 use crate::spec::runtime::{Generation, Runtime, TFLM_DIR_VAR};
 use crate::Workspace;
 use hilmem_protocol::ota::Header;
+use sha2::{Digest, Sha256};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -274,9 +275,6 @@ pub fn rustc_version(ws: &Workspace) -> String {
 /// Whether this process has fetched the firmware's dependencies.
 static FETCHED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
 
-/// Held while a build writes its configuration.
-static CONFIG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
@@ -332,18 +330,10 @@ pub fn build(
 ) -> Result<Firmware, BuildError> {
     let name = &model.spec.name;
     let board_dir = ws.firmware_dir(&board.name);
-    let config_dir = board_dir.join("config").join(for_runtime(name, runtime));
     let io = |what: &str| {
         let what = what.to_owned();
         let board = board.name.clone();
         move |source| BuildError::Io { board, what, source }
-    };
-    fs::create_dir_all(&config_dir).map_err(io("cannot create the build directory"))?;
-    // The standard and the recording image share the configuration: one
-    // writer at a time, so the second finds it written and leaves it be.
-    let model_bytes = {
-        let _writing = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
-        write_config(&config_dir, board, model, runtime)?
     };
 
     // One build at a time per target directory: it holds one model's image
@@ -351,15 +341,23 @@ pub fn build(
     // board and runtime (a first build on a new TFLM compiles its library
     // for minutes; builds on other runtimes do not wait for it), and the
     // recording image, which a run on a current TFLM builds beside the
-    // standard one, has its own so that both stay warm.
-    let cargo_name = match variant {
-        Variant::Recording => for_runtime("cargo", runtime) + variant.suffix(),
-        _ => for_runtime("cargo", runtime),
+    // standard one, has its own so that both stay warm. Each directory has
+    // its own configuration, written under the same lock: another run in
+    // this checkout that builds the same model from another specification
+    // (other inputs, another arena) waits, and never builds with this one's.
+    let own = match variant {
+        Variant::Recording => variant.suffix(),
+        _ => "",
     };
+    let cargo_name = for_runtime("cargo", runtime) + own;
     let cargo_dir = board_dir.join(&cargo_name);
+    fs::create_dir_all(&board_dir).map_err(io("cannot create the build directory"))?;
     let lock = File::create(board_dir.join(format!(".build-lock-{cargo_name}")))
         .map_err(io("cannot create the build lock"))?;
     lock.lock().map_err(io("cannot take the build lock"))?;
+    let config_dir = board_dir.join("config").join(for_runtime(name, runtime) + own);
+    fs::create_dir_all(&config_dir).map_err(io("cannot create the build directory"))?;
+    let model_bytes = write_config(&config_dir, board, model, runtime)?;
 
     // `cargo build` skips the TFLM source archive (a dependency for no
     // target); `cargo fetch` unpacks it, once per process.
@@ -394,10 +392,20 @@ pub fn build(
     run_cargo(command, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
 
     let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");
-    let elf = elf_path(ws, board, name, runtime, variant);
-    // The map first: an image is never newer than the map that describes it.
-    copy_atomic(&cargo_dir.join(LINK_MAP), &map_path(&elf)).map_err(io("cannot store the linker map"))?;
-    copy_atomic(&linked, &elf).map_err(io("cannot store the firmware image"))?;
+    let map = cargo_dir.join(LINK_MAP);
+    // The image under its model's name (what `--no-build` and `--dry-run`
+    // take: the last one built), and under its content, which is what this
+    // run deploys and reads: a later build of the same model from another
+    // specification cannot replace it under the run. The map first: an image
+    // is never newer than the map that describes it.
+    let latest = elf_path(ws, board, name, runtime, variant);
+    let digest = Sha256::digest(fs::read(&linked).map_err(io("cannot read the linked image"))?);
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let elf = latest.with_file_name(format!("{}-{hex}.elf", latest.file_stem().unwrap().to_string_lossy()));
+    for image in [&elf, &latest] {
+        copy_atomic(&map, &map_path(image)).map_err(io("cannot store the linker map"))?;
+        copy_atomic(&linked, image).map_err(io("cannot store the firmware image"))?;
+    }
     Ok(Firmware {
         elf,
         board: board.name.clone(),

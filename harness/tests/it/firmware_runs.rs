@@ -228,3 +228,22 @@ fn image_sizes_agree_with_the_section_table() {
     // The model flatbuffer is in flash, whole.
     assert!(sizes.flash_bytes.unwrap() > firmware.model_bytes);
 }
+
+/// Two builds of one model from different specifications (another run in
+/// this checkout, with a models file of its own): a run deploys the image
+/// its own build linked, not the one built last under the model's name.
+#[test]
+fn a_run_deploys_its_own_build_not_the_last_one_of_its_model() {
+    let board = default_board();
+    let both = model("hello_world");
+    let mut first_only = both.clone();
+    first_only.spec.inputs.truncate(1);
+    first_only.inputs.truncate(1);
+    assert!(both.spec.inputs.len() > 1);
+    let (own, _) = build(&board, &both);
+    build(&board, &first_only);
+    let run = run(&board, &both, &own, SINGLE_FRAME, TIMEOUT);
+    let answered: Vec<&str> = run.session.outputs.iter().map(|o| o.input.as_str()).collect();
+    let inputs: Vec<&str> = both.spec.inputs.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(answered, inputs, "{}", run.diagnostics);
+}
