@@ -18,6 +18,12 @@ fn models_file(dir: &Path, body: &str) -> String {
     file.to_str().unwrap().to_owned()
 }
 
+/// A run's own output directory under `dir`: tests that run at once never
+/// share one (the second would be refused, as two runs are).
+fn out_dir(dir: &Path) -> String {
+    dir.join("out").to_str().unwrap().to_owned()
+}
+
 fn hello_world() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware/models/hello_world.tflite").display().to_string()
 }
@@ -73,7 +79,7 @@ fn a_wrong_answer_exits_1() {
         dir.path(),
         &format!("[[model]]\nname = \"hello_wrong\"\nfile = \"{}\"\narena_bytes = 2048\n[[model.input]]\nname = \"x-half-pi\"\nvalues = [1.5707964]\nexpect_value = -1.0\ntolerance = 0.1\n", hello_world()),
     );
-    let out = xtask(&["hil", "--config", &file]);
+    let out = xtask(&["hil", "--config", &file, "--out", &out_dir(dir.path())]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("FAIL 0/1: output for x-half-pi: value"), "{}", text(&out));
 }
@@ -85,7 +91,7 @@ fn a_model_tflm_cannot_load_exits_2_naming_model_and_reason() {
         dir.path(),
         &format!("[[model]]\nname = \"hello_small\"\nfile = \"{}\"\narena_bytes = 256\n[[model.input]]\nname = \"x\"\nvalues = [0.5]\n", hello_world()),
     );
-    let out = xtask(&["hil", "--config", &file]);
+    let out = xtask(&["hil", "--config", &file, "--out", &out_dir(dir.path())]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let text = text(&out);
     assert!(text.contains("model `hello_small`") && text.contains("Failed to allocate memory"), "{text}");
@@ -182,7 +188,8 @@ fn the_tflm_tree_can_be_overridden() {
         .map(|e| e.unwrap().path().join("tfmicro-0.1.0/submodules/tensorflow"))
         .find(|p| p.is_dir())
         .expect("cargo has unpacked the tfmicro archive");
-    let out = xtask_with_env(&["hil", "--model", "hello_world"], "HILMEM_TFLM_DIR", &tree);
+    let out =
+        xtask_with_env(&["hil", "--model", "hello_world", "--out", &out_dir(empty.path())], "HILMEM_TFLM_DIR", &tree);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
