@@ -52,18 +52,17 @@ fn main() {
     let registrations: Vec<String> =
         fs::read_to_string(generated("hilmem_kernels.txt")).unwrap().lines().map(str::to_owned).collect();
 
-    let (core, kernels) = tree.sources();
-    let kernels = needed_kernels(&kernels, &registrations).unwrap_or_else(|e| panic!("{e}"));
+    let kernels = needed_kernels(&tree, &registrations).unwrap_or_else(|e| panic!("{e}"));
     let compiler = configured(cc::Build::new(), &tree, &includes).get_compiler();
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     let objects_dir = env::var_os("HILMEM_TFLM_CACHE")
         .map_or_else(|| out_dir.clone(), PathBuf::from)
         .join(format!("tflm-{:016x}", toolchain_key(&tree, &compiler)));
-    let objects = compile_tflm(&tree, &includes, &core, &kernels, &objects_dir);
+    let objects = compile_tflm(&tree, &includes, &tree.core, &kernels, &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
     let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
     if recording && tree.generation != Generation::Current {
-        panic!("TFLM's recording allocator is built on a current TFLM only; {} is a 2020 tree", tree.root.display());
+        panic!("TFLM's recording allocator is built on a current TFLM only; {} is not one", tree.root.display());
     }
     let shim = compile_shim(&tree, &includes, &ops, (bare_metal, recording), &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm_shim.a"), &[shim]);
@@ -84,8 +83,7 @@ fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> u64 {
     let mut key = DefaultHasher::new();
     env::var("TARGET").unwrap().hash(&mut key);
     env::var("OPT_LEVEL").unwrap().hash(&mut key);
-    let flags = tree.flags();
-    (tree.generation, flags.cxx, flags.common, flags.defines).hash(&mut key);
+    (tree.generation, tree.api, &tree.flags).hash(&mut key);
     compiler.path().hash(&mut key);
     compiler.args().hash(&mut key);
     for header in tree.headers() {
@@ -108,13 +106,6 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
     // sources give the same image on every machine.
     build.flag(format!("-ffile-prefix-map={}=tflm", tree.root.display()));
     build.flag(format!("-ffile-prefix-map={}=tflm-sys", env::var("CARGO_MANIFEST_DIR").unwrap()));
-    let flags = tree.flags();
-    for flag in flags.common {
-        build.flag(flag);
-    }
-    for define in flags.defines {
-        build.define(define, None);
-    }
     build
 }
 
@@ -135,8 +126,9 @@ fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, boo
         if bare_metal {
             shim.define("HILMEM_BARE_METAL", None);
         }
-        if tree.generation == Generation::Current {
-            shim.define("HILMEM_TFLM_CURRENT", None);
+        for define in tree.api.defines() {
+            let (name, value) = define.split_once('=').map_or((define.as_str(), None), |(n, v)| (n, Some(v)));
+            shim.define(name, value);
         }
         if recording {
             shim.define("HILMEM_TFLM_RECORDING", None);
@@ -191,7 +183,7 @@ fn compile_tflm(
     let missing = |sources: &[PathBuf], c: bool| -> Vec<(PathBuf, PathBuf)> {
         sources.iter().filter(|s| is_c(s) == c).map(|s| (s.clone(), object(s))).filter(|(_, o)| !o.exists()).collect()
     };
-    let kernel_opt = (tree.generation == Generation::Current).then_some(2);
+    let kernel_opt = (tree.generation != Generation::Tfmicro2020).then_some(2);
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
     for (jobs, cpp, opt) in [
         ([missing(core, true), missing(kernels, true)].concat(), false, None),
@@ -212,14 +204,13 @@ fn compile_tflm(
     sources.into_iter().map(object).collect()
 }
 
-/// A build of the tree's C++ (with its C++ flags), or of its C.
+/// A build of the tree's C++ (with its C++ flags), or of its C (with its C
+/// flags).
 fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool) -> cc::Build {
     let mut build = configured(cc::Build::new(), tree, includes);
     build.cpp(cpp);
-    if cpp {
-        for flag in tree.flags().cxx {
-            build.flag(flag);
-        }
+    for flag in if cpp { &tree.flags.cxx } else { &tree.flags.c } {
+        build.flag(flag);
     }
     build
 }

@@ -1,61 +1,178 @@
-// Where the TFLM tree is, which generation it is, what of it is compiled and
-// with which flags, in one place: `build.rs` uses it, and hilmem's analyzer
-// tests compile TFLM's types with it to check the sizes the arena prediction
-// assumes. Needs `std::{env, fs}` and `std::path::{Path, PathBuf}` in scope.
+// Where the TFLM tree is, what API it declares, what of it is compiled and
+// with which flags, in one place: `build.rs` uses it, and hilmem's harness
+// reads trees with it (before anything is built) and compiles TFLM's types
+// with it to check the sizes the arena prediction assumes. Needs
+// `std::{env, fs}` and `std::path::{Path, PathBuf}` in scope.
+//
+// Everything is read from the tree itself: its headers say which API the
+// shim speaks, its Makefile which sources make the library and with which
+// flags TFLM's own Cortex-M build compiles them. No date or commit is known
+// here.
 
-/// The two APIs the shim speaks.
+/// The allocator models hilmem's analyzer has: the TFLM of the 2020 archive,
+/// and today's (an allocator that takes its memory planner, keeps only
+/// evaluation tensors for a model's lifetime and can say how much of the
+/// tail its own objects take). A tree between the two builds and runs; the
+/// analyzer does not predict its arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Generation {
     /// TFLM of May 2020, as the `tfmicro` 0.1.0 archive bundles it:
-    /// `AllOpsResolver`, `DebugLog(const char*)`, an error reporter.
+    /// `kernels/all_ops_resolver.h`, an allocator that owns its planner.
     Tfmicro2020,
-    /// tflite-micro from 2022 on: `MicroMutableOpResolver` only,
-    /// `DebugLog(const char* format, va_list)`, `MicroPrintf`.
+    /// Neither: a tree from the years between.
+    Between,
+    /// Today's allocator: `MicroAllocator::GetDefaultTailUsage`, evaluation
+    /// tensors the interpreter hands out (`GetTensor`), a planner given.
     Current,
 }
 
-/// How one generation is compiled.
+/// The parts of TFLM's API that changed over its history, each read from
+/// the tree's headers; the shim is compiled for exactly these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Api {
+    /// `DebugLog(const char* format, va_list args)` (else `DebugLog(const
+    /// char* s)`), in `debug_log.h`.
+    pub debug_log_va_list: bool,
+    /// `micro_log.h` declares `MicroPrintf` (else `micro_error_reporter.h`).
+    pub micro_log: bool,
+    /// The interpreter and the allocator take an `ErrorReporter*`.
+    pub error_reporter: bool,
+    /// The arena's allocator is `SingleArenaBufferAllocator` (else
+    /// `SimpleMemoryAllocator`).
+    pub single_arena_buffer: bool,
+    /// `MicroAllocator::Create` takes a memory planner: the shim builds the
+    /// allocator itself, can give it the linear planner and share it.
+    pub planner_given: bool,
+    /// `MicroAllocator::GetDefaultTailUsage` exists.
+    pub default_tail_usage: bool,
+    /// `MicroInterpreter::GetTensor` hands out evaluation tensors.
+    pub eval_tensors: bool,
+    /// `TFLITE_SCHEMA_VERSION` is in `tensorflow/lite/version.h`.
+    pub version_h: bool,
+    /// Where `micro_arena_constants.h` does not say the arena's alignment,
+    /// the `kBufferAlignment` of `micro_allocator.cc` (else 0).
+    pub buffer_alignment: u32,
+}
+
+impl Api {
+    /// The API the headers of the tree at `root` declare.
+    fn of(root: &Path) -> Result<Api, String> {
+        let micro = root.join("tensorflow/lite/micro");
+        let read = |name: &str| fs::read_to_string(micro.join(name)).unwrap_or_default();
+        let (interpreter, allocator) = (read("micro_interpreter.h"), read("micro_allocator.h"));
+        let single_arena_buffer = micro.join("arena_allocator/single_arena_buffer_allocator.h").is_file();
+        if !single_arena_buffer && !micro.join("simple_memory_allocator.h").is_file() {
+            return Err("its arena allocator is neither arena_allocator/single_arena_buffer_allocator.h nor \
+                        simple_memory_allocator.h"
+                .into());
+        }
+        let micro_log = micro.join("micro_log.h").is_file();
+        if !micro_log && !read("micro_error_reporter.h").contains("MicroPrintf") && !micro.join("kernels/all_ops_resolver.h").is_file()
+        {
+            return Err("it declares MicroPrintf neither in micro_log.h nor in micro_error_reporter.h".into());
+        }
+        let planner_given = allocator.contains("MicroMemoryPlanner* memory_planner");
+        Ok(Api {
+            debug_log_va_list: read("debug_log.h").contains("va_list"),
+            micro_log,
+            error_reporter: interpreter.contains("ErrorReporter* error_reporter"),
+            single_arena_buffer,
+            planner_given,
+            default_tail_usage: allocator.contains("GetDefaultTailUsage"),
+            eval_tensors: interpreter.contains("TfLiteEvalTensor* GetTensor("),
+            version_h: !interpreter.contains("TFLITE_SCHEMA_VERSION"),
+            buffer_alignment: if micro.join("micro_arena_constants.h").is_file() {
+                0
+            } else {
+                let source = read("micro_allocator.cc");
+                let value = source.split("kBufferAlignment = ").nth(1).and_then(|rest| rest.split(';').next());
+                match value.map(|v| v.trim().parse()) {
+                    Some(Ok(alignment)) => alignment,
+                    _ if planner_given => {
+                        return Err("it says the arena's alignment neither in micro_arena_constants.h nor as \
+                                    kBufferAlignment in micro_allocator.cc"
+                            .into())
+                    }
+                    _ => 0,
+                }
+            },
+        })
+    }
+
+    /// The shim's defines for this API (`NAME` or `NAME=VALUE`).
+    pub fn defines(&self) -> Vec<String> {
+        let mut defines: Vec<String> = [
+            (self.debug_log_va_list, "HM_DEBUG_LOG_VA_LIST"),
+            (self.micro_log, "HM_MICRO_LOG"),
+            (self.error_reporter, "HM_ERROR_REPORTER"),
+            (self.single_arena_buffer, "HM_SINGLE_ARENA_BUFFER"),
+            (self.planner_given, "HM_PLANNER_GIVEN"),
+            (self.default_tail_usage, "HM_DEFAULT_TAIL_USAGE"),
+            (self.eval_tensors, "HM_EVAL_TENSORS"),
+            (self.version_h, "HM_VERSION_H"),
+        ]
+        .into_iter()
+        .filter(|(has, _)| *has)
+        .map(|(_, define)| define.to_owned())
+        .collect();
+        if self.buffer_alignment > 0 {
+            defines.push(format!("HM_BUFFER_ALIGNMENT={}", self.buffer_alignment));
+        }
+        defines
+    }
+
+    /// The analyzer's model for a tree of this API.
+    fn generation(&self, root: &Path) -> Generation {
+        if root.join("tensorflow/lite/micro/kernels/all_ops_resolver.h").is_file() {
+            Generation::Tfmicro2020
+        } else if self.planner_given && self.default_tail_usage && self.eval_tensors && self.single_arena_buffer {
+            Generation::Current
+        } else {
+            Generation::Between
+        }
+    }
+}
+
+/// How a tree's library is compiled: C and C++ flags (with the defines).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Flags {
-    /// C++ only.
-    pub cxx: &'static [&'static str],
-    /// C and C++.
-    pub common: &'static [&'static str],
-    pub defines: &'static [&'static str],
+    pub c: Vec<String>,
+    pub cxx: Vec<String>,
 }
 
 /// The bundled 2020 tree, as hilmem has always built it (`-fno-short-enums`
 /// is kept so its figures stay comparable with earlier baselines).
-pub const FLAGS_2020: Flags = Flags {
-    cxx: &["-std=c++11", "-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-fno-use-cxa-atexit"],
-    common: &["-ffunction-sections", "-fdata-sections", "-fno-short-enums"],
-    defines: &["TF_LITE_STATIC_MEMORY", "TF_LITE_MCU_DEBUG_LOG", "NDEBUG", "GEMMLOWP_ALLOW_SLOW_SCALAR_FALLBACK"],
-};
-
-/// A current tree, with the flags of TFLM's own Cortex-M build
-/// (`targets/cortex_m_generic_makefile.inc`), so the figures are those a
-/// user's firmware gets: no ABI-changing flag of hilmem's own.
-pub const FLAGS_CURRENT: Flags = Flags {
-    cxx: &[
-        "-std=c++17",
-        "-fno-rtti",
-        "-fno-exceptions",
-        "-fno-threadsafe-statics",
-        "-fno-unwind-tables",
-        "-fno-asynchronous-unwind-tables",
-    ],
-    common: &["-ffunction-sections", "-fdata-sections", "-funsigned-char", "-fomit-frame-pointer"],
-    defines: &["TF_LITE_STATIC_MEMORY", "TF_LITE_DISABLE_X86_NEON", "TF_LITE_MCU_DEBUG_LOG", "KERNELS_OPTIMIZED_FOR_SPEED"],
-};
+fn flags_2020() -> Flags {
+    let common = ["-ffunction-sections", "-fdata-sections", "-fno-short-enums"];
+    let defines =
+        ["-DTF_LITE_STATIC_MEMORY", "-DTF_LITE_MCU_DEBUG_LOG", "-DNDEBUG", "-DGEMMLOWP_ALLOW_SLOW_SCALAR_FALLBACK"];
+    let cxx = ["-std=c++11", "-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-fno-use-cxa-atexit"];
+    let strings = |parts: &[&[&str]]| parts.concat().into_iter().map(str::to_owned).collect();
+    Flags { c: strings(&[&common, &defines]), cxx: strings(&[&common, &defines, &cxx]) }
+}
 
 /// A TFLM source tree.
 #[derive(Debug, Clone)]
 pub struct Tree {
     pub root: PathBuf,
     pub generation: Generation,
+    pub api: Api,
     /// Where the third-party headers are: a checkout's
     /// `tensorflow/lite/micro/tools/make/downloads`, or a created tree's
     /// `third_party`.
     pub third_party: PathBuf,
+    /// The library's sources: the interpreter and its support, and the
+    /// kernels (which TFLM's own build compiles for speed). The platform's
+    /// `debug_log.cc` is left out (the shim is the platform), and so are
+    /// TFLM's own tests and their helpers where its Makefile lists them with
+    /// the library.
+    pub core: Vec<PathBuf>,
+    pub kernels: Vec<PathBuf>,
+    /// Listed by the Makefile but not in the tree (a trimmed checkout): no
+    /// image can use them; [`needed_kernels`] names them when a model's
+    /// kernel is not found.
+    pub absent: Vec<PathBuf>,
+    pub flags: Flags,
 }
 
 impl Tree {
@@ -70,22 +187,16 @@ impl Tree {
                 root.display()
             ));
         }
-        let generation = if micro.join("kernels/all_ops_resolver.h").is_file() {
-            Generation::Tfmicro2020
-        } else if micro.join("micro_log.h").is_file() {
-            Generation::Current
-        } else {
-            return Err(format!(
-                "{}: a TFLM tree of neither known generation (no kernels/all_ops_resolver.h as in 2020, no micro_log.h as today)",
-                root.display()
-            ));
-        };
+        let api = Api::of(root).map_err(|why| format!("{}: a TFLM tree hilmem cannot build: {why}", root.display()))?;
+        let generation = api.generation(root);
         let downloads = micro.join("tools/make/downloads");
         let created = root.join("third_party");
         let third_party = if created.join("flatbuffers/include").is_dir() { created } else { downloads };
+        let makefile = micro.join("tools/make/Makefile");
+        let needs_kissfft = generation != Generation::Tfmicro2020 && fs::read_to_string(&makefile).is_ok_and(|m| m.contains("kissfft"));
         let missing: Vec<&str> = ["flatbuffers/include", "gemmlowp", "ruy"]
             .into_iter()
-            .chain((generation == Generation::Current).then_some("kissfft"))
+            .chain(needs_kissfft.then_some("kissfft"))
             .filter(|lib| !third_party.join(lib).is_dir())
             .collect();
         if !missing.is_empty() {
@@ -97,20 +208,109 @@ impl Tree {
                 third_party.display()
             ));
         }
-        Ok(Tree { root: root.to_owned(), generation, third_party })
+        let mut lacking = Vec::new();
+        let (core, kernels, flags) = if generation == Generation::Tfmicro2020 {
+            let (core, kernels) = sources_2020(root);
+            (core, kernels, flags_2020())
+        } else if makefile.is_file() {
+            let make = Make::read(root, &makefile, MAKE_SETTINGS)
+                .map_err(|why| format!("{}: cannot read its Makefile: {why}", root.display()))?;
+            let sources = |name: &str| {
+                let list = make.list(name).map_err(|why| format!("{}: {why}", root.display()))?;
+                Ok::<_, String>(list.into_iter().map(|s| root.join(s)).collect::<Vec<_>>())
+            };
+            lacking = make.missing_downloads()?;
+            let flags = |name: &str| make.flags(name).map_err(|why| format!("{}: {why}", root.display()));
+            let flags = Flags { c: flags("CCFLAGS")?, cxx: flags("CXXFLAGS")? };
+            (sources("MICROLITE_CC_SRCS")?, sources("MICROLITE_CC_KERNEL_SRCS")?, flags)
+        } else if let Some(created) = created_tree(root, &third_party) {
+            created
+        } else {
+            return Err(format!(
+                "{}: no tensorflow/lite/micro/tools/make/Makefile to list the library's sources, and no \
+                 third_party/ of a tree made by create_tflm_tree.py",
+                root.display()
+            ));
+        };
+        let mut tree = Tree { root: root.to_owned(), generation, api, third_party, core, kernels, absent: Vec::new(), flags };
+        let left_out = |p: &PathBuf| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            p.ends_with("tensorflow/lite/micro/debug_log.cc") || TEST_HELPERS.contains(&name) || name.ends_with("_test.cc")
+        };
+        for list in [&mut tree.core, &mut tree.kernels] {
+            list.retain(|p| !left_out(p));
+            list.sort();
+            list.dedup();
+        }
+        let missing_core: Vec<String> =
+            tree.core.iter().filter(|p| !p.is_file()).map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string()).collect();
+        if !missing_core.is_empty() {
+            return Err(format!(
+                "{}: the Makefile lists sources of the library that are not in the tree: {}",
+                root.display(),
+                missing_core.join(", ")
+            ));
+        }
+        // What the tree would need and does not hold, said before anything
+        // is compiled: third-party files (a download left out) and TFLM's
+        // own headers (a trimmed tree).
+        lacking.extend(tree.unresolved_includes());
+        if !lacking.is_empty() {
+            return Err(format!(
+                "{}: the TFLM tree lacks files that its Makefile lists as third-party headers or that its \
+                 interpreter's and resolver's headers include: {}; fetch the downloads with \
+                 `make -f tensorflow/lite/micro/tools/make/Makefile third_party_downloads` in the tree, and use \
+                 a whole checkout",
+                root.display(),
+                lacking.join(", ")
+            ));
+        }
+        let (kernels, absent) = tree.kernels.drain(..).partition(|p| p.is_file());
+        (tree.kernels, tree.absent) = (kernels, absent);
+        Ok(tree)
     }
 
-    pub fn flags(&self) -> &'static Flags {
-        match self.generation {
-            Generation::Tfmicro2020 => &FLAGS_2020,
-            Generation::Current => &FLAGS_CURRENT,
+    /// The headers of TFLM's own (under `tensorflow/` or `signal/`) that the
+    /// shim's TFLM headers include, directly or through other headers, and
+    /// that no include directory holds (`#include "..."` lines, read without
+    /// the preprocessor; a third-party library's optional includes are not
+    /// TFLM's and not counted).
+    fn unresolved_includes(&self) -> Vec<String> {
+        let dirs = self.include_dirs();
+        let micro = self.root.join("tensorflow/lite/micro");
+        let mut queue: Vec<PathBuf> =
+            ["micro_interpreter.h", "micro_mutable_op_resolver.h"].iter().map(|h| micro.join(h)).collect();
+        let mut seen: Vec<PathBuf> = Vec::new();
+        let mut missing = Vec::new();
+        while let Some(header) = queue.pop() {
+            let Ok(text) = fs::read_to_string(&header) else { continue };
+            for line in text.lines() {
+                let Some(rest) = line.trim_start().strip_prefix("#include") else { continue };
+                let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
+                let here = header.parent().map(|p| p.join(name));
+                match here.into_iter().chain(dirs.iter().map(|d| d.join(name))).find(|p| p.is_file()) {
+                    Some(found) if !seen.contains(&found) => {
+                        seen.push(found.clone());
+                        queue.push(found);
+                    }
+                    Some(_) => {}
+                    None if (name.starts_with("tensorflow/") || name.starts_with("signal/"))
+                        && !missing.iter().any(|m: &String| m == name) =>
+                    {
+                        missing.push(name.to_owned())
+                    }
+                    None => {}
+                }
+            }
         }
+        missing.sort();
+        missing
     }
 
     pub fn include_dirs(&self) -> Vec<PathBuf> {
         let lib = |name: &str| self.third_party.join(name);
         let mut dirs = vec![self.root.clone(), lib("flatbuffers/include"), lib("gemmlowp"), lib("ruy")];
-        if self.generation == Generation::Current {
+        if lib("kissfft").is_dir() && self.generation != Generation::Tfmicro2020 {
             dirs.push(lib("kissfft"));
         }
         dirs
@@ -125,39 +325,465 @@ impl Tree {
         }
         headers
     }
+}
 
-    /// The library's sources: the interpreter and its support (`core`), and
-    /// the kernels, which TFLM's own build compiles for speed. The
-    /// platform's `debug_log.cc` is left out (the shim is the platform), and
-    /// so are the helpers of TFLM's own tests that its Makefile lists with
-    /// the library.
-    pub fn sources(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
-        let mut sources = match self.generation {
-            Generation::Tfmicro2020 => sources_2020(&self.root),
-            Generation::Current => sources_current(&self.root),
-        };
-        let left_out = |p: &PathBuf| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            p.ends_with("tensorflow/lite/micro/debug_log.cc") || TEST_HELPERS.contains(&name)
-        };
-        for list in [&mut sources.0, &mut sources.1] {
-            list.retain(|p| !left_out(p));
-            list.sort();
-        }
-        sources
+/// The configuration the Makefile is read for: TFLM's generic Cortex-M
+/// target with the GNU toolchain and its reference kernels, a default
+/// build. (The architecture only chooses `-m` flags and device defines,
+/// which the board's target sets; the target's specialized files, its
+/// `debug_log.cc` and `micro_time.cc`, are left for the library's own.)
+const MAKE_SETTINGS: &[(&str, &str)] = &[
+    ("TENSORFLOW_ROOT", ""),
+    ("MAKEFILE_DIR", "tensorflow/lite/micro/tools/make"),
+    ("TARGET", "cortex_m_generic"),
+    ("TARGET_ARCH", "cortex-m7"),
+    ("TOOLCHAIN", "gcc"),
+    ("BUILD_TYPE", "default"),
+    ("OPTIMIZED_KERNEL_DIR", ""),
+    ("CO_PROCESSOR", ""),
+];
+
+/// A tree made by `create_tflm_tree.py` without its Makefile holds only
+/// the library: every source in `tensorflow/` (and `signal/`) is compiled,
+/// the kernels apart.
+fn created_tree(root: &Path, third_party: &Path) -> Option<(Vec<PathBuf>, Vec<PathBuf>, Flags)> {
+    if !third_party.ends_with("third_party") {
+        return None;
+    }
+    let mut all = walk(&root.join("tensorflow"), SOURCES);
+    if root.join("signal").is_dir() {
+        all.extend(walk(&root.join("signal"), SOURCES));
+    }
+    let examples = root.join("tensorflow/lite/micro/examples");
+    all.retain(|p| !p.starts_with(&examples) && !p.to_string_lossy().ends_with("_test.cc"));
+    let kernels = root.join("tensorflow/lite/micro/kernels");
+    let (kernels, core) = all.into_iter().partition(|p| p.starts_with(&kernels) || p.starts_with(root.join("signal")));
+    Some((core, kernels, flags_current_default()))
+}
+
+/// The flags of TFLM's Cortex-M build for a tree that does not carry its
+/// Makefile (a created tree): those of today's.
+fn flags_current_default() -> Flags {
+    let common = [
+        "-fno-unwind-tables",
+        "-fno-asynchronous-unwind-tables",
+        "-ffunction-sections",
+        "-fdata-sections",
+        "-DTF_LITE_STATIC_MEMORY",
+        "-DTF_LITE_DISABLE_X86_NEON",
+        "-DKERNELS_OPTIMIZED_FOR_SPEED",
+        "-DTF_LITE_MCU_DEBUG_LOG",
+        "-fomit-frame-pointer",
+        "-funsigned-char",
+    ];
+    let strings = |parts: &[&[&str]]| parts.concat().into_iter().map(str::to_owned).collect();
+    Flags {
+        c: strings(&[&common, &["-std=c17"]]),
+        cxx: strings(&[&["-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics"], &common, &["-std=c++17"]]),
     }
 }
 
-/// The kernel sources an image needs: those that define one of
+/// The variables of a TFLM Makefile as make sets them for one
+/// configuration: the assignments (`:=`, `=`, `+=`, `?=`) in the branches of
+/// the conditionals that configuration takes, through the files the
+/// Makefile includes. What only a program could tell (`$(shell ...)` beyond
+/// the two idioms TFLM's Makefiles use to list and name things, `$(call
+/// ...)`) is unknown, and a conditional on something unknown takes neither
+/// branch; a variable whose value is unknown is an error when asked for.
+struct Make<'a> {
+    root: &'a Path,
+    vars: std::collections::HashMap<String, Value>,
+    /// The configuration's variables, set as on make's command line: the
+    /// Makefile's own assignments to them do not count.
+    fixed: Vec<&'a str>,
+}
+
+#[derive(Debug, Clone)]
+enum Value {
+    /// Expanded when assigned (`:=`).
+    Simple(Result<String, String>),
+    /// Expanded when used (`=`).
+    Recursive(String),
+}
+
+/// One open conditional: whether its current branch is taken (None: not
+/// known), and whether an earlier branch was.
+struct Branch {
+    taken: Option<bool>,
+    done: Option<bool>,
+}
+
+impl<'a> Make<'a> {
+    fn read(root: &'a Path, makefile: &Path, settings: &[(&'a str, &str)]) -> Result<Make<'a>, String> {
+        let vars = settings.iter().map(|(k, v)| (k.to_string(), Value::Simple(Ok(v.to_string())))).collect();
+        let mut make = Make { root, vars, fixed: settings.iter().map(|(k, _)| *k).collect() };
+        make.include(makefile, 0)?;
+        Ok(make)
+    }
+
+    fn include(&mut self, file: &Path, depth: usize) -> Result<(), String> {
+        if depth > 8 {
+            return Err(format!("{}: includes nest too deep", file.display()));
+        }
+        let text = fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+        let mut branches: Vec<Branch> = Vec::new();
+        let mut in_define = false;
+        for raw in joined.lines() {
+            if raw.starts_with('\t') {
+                continue; // a recipe
+            }
+            let line = match raw.find('#') {
+                Some(at) if !raw[..at].ends_with('\\') => &raw[..at],
+                _ => raw,
+            }
+            .trim();
+            let word = line.split_whitespace().next().unwrap_or_default();
+            if in_define {
+                in_define = word != "endef";
+                continue;
+            }
+            let active = branches.iter().all(|b| b.taken == Some(true));
+            match word {
+                "define" => in_define = true,
+                "ifeq" | "ifneq" | "ifdef" | "ifndef" => {
+                    let taken = if active { condition(self, line) } else { Some(false) };
+                    branches.push(Branch { taken, done: taken });
+                }
+                "else" => {
+                    let outer = branches.len() <= 1 || branches[..branches.len() - 1].iter().all(|b| b.taken == Some(true));
+                    let rest = line["else".len()..].trim();
+                    let Some(branch) = branches.last_mut() else { continue };
+                    let taken = match branch.done {
+                        _ if !outer => Some(false),
+                        Some(true) => Some(false),
+                        None => None,
+                        Some(false) if rest.is_empty() => Some(true),
+                        Some(false) => condition(self, rest),
+                    };
+                    branch.done = match (branch.done, taken) {
+                        (Some(true), _) | (_, Some(true)) => Some(true),
+                        (None, _) | (_, None) => None,
+                        _ => Some(false),
+                    };
+                    branch.taken = taken;
+                }
+                "endif" => {
+                    branches.pop();
+                }
+                "include" | "-include" | "sinclude" if active => {
+                    let paths = self.expand(&line[word.len()..]).unwrap_or_default();
+                    for path in paths.split_whitespace() {
+                        let path = self.root.join(path);
+                        if path.is_file() {
+                            self.include(&path, depth + 1)?;
+                        }
+                    }
+                }
+                _ if active => self.assign(line),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `VAR op value`, where op is `:=`, `::=`, `=`, `+=` or `?=`; anything
+    /// else (a rule, a function called for its effect) is not an assignment.
+    fn assign(&mut self, line: &str) {
+        let line = line.strip_prefix("override ").or_else(|| line.strip_prefix("export ")).unwrap_or(line);
+        let name_len = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')).unwrap_or(line.len());
+        let (name, rest) = line.split_at(name_len);
+        let rest = rest.trim_start();
+        let (op, value) = match ["::=", ":=", "+=", "?=", "="].iter().find(|op| rest.starts_with(**op)) {
+            Some(op) if !name.is_empty() && !self.fixed.contains(&name) => (*op, rest[op.len()..].trim()),
+            _ => return,
+        };
+        let value = match op {
+            "=" => Value::Recursive(value.to_owned()),
+            "?=" if self.vars.contains_key(name) => return,
+            "?=" => Value::Recursive(value.to_owned()),
+            "+=" => match self.vars.get(name).cloned() {
+                Some(Value::Recursive(old)) => Value::Recursive(format!("{old} {value}")),
+                Some(Value::Simple(old)) => {
+                    Value::Simple(old.and_then(|old| Ok(format!("{old} {}", self.expand(value)?))))
+                }
+                None => Value::Recursive(value.to_owned()),
+            },
+            _ => Value::Simple(self.expand(value)),
+        };
+        self.vars.insert(name.to_owned(), value);
+    }
+
+    fn get(&self, name: &str) -> Result<String, String> {
+        match self.vars.get(name) {
+            None => Ok(String::new()),
+            Some(Value::Simple(value)) => value.clone(),
+            Some(Value::Recursive(text)) => self.expand(text),
+        }
+    }
+
+    /// The words of variable `name`, which must be known.
+    fn list(&self, name: &str) -> Result<Vec<String>, String> {
+        let value = self.get(name).map_err(|why| format!("the Makefile's {name} cannot be read: {why}"))?;
+        Ok(value.split_whitespace().map(str::to_owned).collect())
+    }
+
+    /// The third-party headers the Makefile lists (`THIRD_PARTY_CC_HDRS`,
+    /// or `THIRD_PARTY_CC_HDRS_BASE` under the downloads where it has that)
+    /// that the tree does not hold, relative to the tree.
+    fn missing_downloads(&self) -> Result<Vec<String>, String> {
+        let downloads = "tensorflow/lite/micro/tools/make/downloads";
+        let headers = self.list("THIRD_PARTY_CC_HDRS")?.into_iter().filter(|h| !h.starts_with("third_party/"));
+        let base = self.list("THIRD_PARTY_CC_HDRS_BASE")?.into_iter().map(|h| format!("{downloads}/{h}"));
+        Ok(headers.chain(base).filter(|h| !self.root.join(h).exists()).collect())
+    }
+
+    /// The flags of `name` (CXXFLAGS, CCFLAGS) that decide what the compiled
+    /// objects are: the language standard, `-f` code generation options and
+    /// the defines; not warnings, include paths, dependency files,
+    /// optimisation (hilmem sets it as TFLM's rules do) or the `-m` target
+    /// options and the core's device defines (the board sets those).
+    fn flags(&self, name: &str) -> Result<Vec<String>, String> {
+        let device = ["-DCPU_", "-DARMCM", "-DCMSIS_DEVICE", "-DARM_MODEL_USE_PMU"];
+        Ok(self
+            .list(name)?
+            .into_iter()
+            .filter(|f| f.starts_with("-std=") || f.starts_with("-f") || f.starts_with("-D"))
+            .filter(|f| !f.starts_with("-fmessage-length") && !f.contains('"') && !device.iter().any(|d| f.starts_with(d)))
+            .collect())
+    }
+
+    /// `text` with its variable references and function calls expanded.
+    fn expand(&self, text: &str) -> Result<String, String> {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 1..];
+            match after.chars().next() {
+                Some('$') => {
+                    out.push('$');
+                    rest = &after[1..];
+                }
+                Some(open @ ('(' | '{')) => {
+                    let close = if open == '(' { ')' } else { '}' };
+                    let end = matching(after, open, close).ok_or_else(|| format!("unbalanced `{text}`"))?;
+                    out.push_str(&self.call(&after[1..end])?);
+                    rest = &after[end + 1..];
+                }
+                Some(c) => {
+                    out.push_str(&self.get(&c.to_string())?);
+                    rest = &after[c.len_utf8()..];
+                }
+                None => rest = "",
+            }
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// The inside of one `$(...)`: a variable or a function.
+    fn call(&self, inner: &str) -> Result<String, String> {
+        let (function, args) = match inner.split_once(|c: char| c.is_whitespace()) {
+            Some((f, args)) if !f.contains('$') => (f, args.trim_start()),
+            _ => return self.get(self.expand(inner)?.trim()),
+        };
+        let args_list = || -> Result<Vec<String>, String> { split_args(args).iter().map(|a| self.expand(a)).collect() };
+        let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        Ok(match function {
+            "wildcard" => self.expand(args)?.split_whitespace().flat_map(|p| wildcard(self.root, p)).collect::<Vec<_>>().join(" "),
+            "filter" | "filter-out" => {
+                let a = args_list()?;
+                let (patterns, list) = (words(a.first().map_or("", String::as_str)), words(a.get(1).map_or("", String::as_str)));
+                let keep = function == "filter";
+                list.into_iter().filter(|w| patterns.iter().any(|p| pattern_match(p, w)) == keep).collect::<Vec<_>>().join(" ")
+            }
+            "findstring" => {
+                let a = args_list()?;
+                let (find, within) = (a.first().cloned().unwrap_or_default(), a.get(1).cloned().unwrap_or_default());
+                if within.contains(&find) { find } else { String::new() }
+            }
+            "sort" => {
+                let mut w = words(&self.expand(args)?);
+                w.sort();
+                w.dedup();
+                w.join(" ")
+            }
+            "strip" => words(&self.expand(args)?).join(" "),
+            "addprefix" | "addsuffix" => {
+                let a = args_list()?;
+                let (fix, list) = (a.first().cloned().unwrap_or_default(), words(a.get(1).map_or("", String::as_str)));
+                list.iter().map(|w| if function == "addprefix" { format!("{fix}{w}") } else { format!("{w}{fix}") }).collect::<Vec<_>>().join(" ")
+            }
+            "subst" => {
+                let a = args_list()?;
+                a.get(2).cloned().unwrap_or_default().replace(a[0].as_str(), a.get(1).map_or("", String::as_str))
+            }
+            "patsubst" => {
+                let a = args_list()?;
+                let (from, to) = (a.first().cloned().unwrap_or_default(), a.get(1).cloned().unwrap_or_default());
+                words(a.get(2).map_or("", String::as_str)).iter().map(|w| patsubst(&from, &to, w)).collect::<Vec<_>>().join(" ")
+            }
+            // A platform's specialized files (its `debug_log.cc`, its
+            // `micro_time.cc`) are the shim's and the board's business: the
+            // library's own sources stand.
+            "call" if args.starts_with("substitute_specialized_implementations,") => {
+                self.expand(split_args(args).get(1).map_or("", String::as_str))?
+            }
+            "shell" if args.contains("specialize_files.py") => {
+                let base = args.split("--base_files").nth(1).and_then(|rest| rest.split('"').nth(1));
+                self.expand(base.ok_or_else(|| format!("`$(shell {args})`: no --base_files \"...\""))?)?
+            }
+            "shell" => self.shell(&self.expand(args)?)?,
+            "info" | "warning" | "error" | "eval" => String::new(),
+            _ => return Err(format!("`$({function} ...)` is not something hilmem can evaluate")),
+        })
+    }
+
+    /// The two commands TFLM's Makefiles run to make a list or a name: `find
+    /// DIR -type d \( -path A -o -path B \) -prune -false -o -name "*.cc" ...`
+    /// (every source below DIR outside the pruned directories), and `echo X
+    /// | tr [a-z] [A-Z]`.
+    fn shell(&self, command: &str) -> Result<String, String> {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        if let ["echo", word, "|", "tr", "[a-z]", "[A-Z]"] = words.as_slice() {
+            return Ok(word.to_uppercase());
+        }
+        let unknown = || format!("`$(shell {command})` is not something hilmem can evaluate");
+        let ["find", dir, rest @ ..] = words.as_slice() else { return Err(unknown()) };
+        let mut pruned = Vec::new();
+        let mut extensions = Vec::new();
+        let mut i = 0;
+        while i < rest.len() {
+            match rest[i] {
+                "-path" => pruned.push(self.root.join(rest.get(i + 1).ok_or_else(unknown)?)),
+                "-name" => {
+                    let name = rest.get(i + 1).ok_or_else(unknown)?.trim_matches('"');
+                    extensions.push(name.strip_prefix("*.").ok_or_else(unknown)?.to_owned());
+                }
+                "-type" | "-maxdepth" => i += 1,
+                "\\(" | "\\)" | "-o" | "-prune" | "-false" | "d" => {}
+                _ => return Err(unknown()),
+            }
+            i += if matches!(rest[i], "-path" | "-name") { 2 } else { 1 };
+        }
+        let extensions: Vec<&str> = extensions.iter().map(String::as_str).collect();
+        let found = walk(&self.root.join(dir), &extensions);
+        Ok(found
+            .iter()
+            .filter(|p| !pruned.iter().any(|d| p.starts_with(d)))
+            .map(|p| p.strip_prefix(self.root).unwrap_or(p).display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "))
+    }
+}
+
+/// Whether the conditional on `line` (`ifeq (a,b)`, `ifneq "a" "b"`,
+/// `ifdef V`, `ifndef V`) holds; None when it depends on something unknown.
+fn condition(make: &Make, line: &str) -> Option<bool> {
+    let (word, rest) = line.split_once(char::is_whitespace)?;
+    let rest = rest.trim();
+    match word {
+        "ifdef" | "ifndef" => {
+            let set = !make.get(rest).ok()?.trim().is_empty();
+            Some(set == (word == "ifdef"))
+        }
+        "ifeq" | "ifneq" => {
+            let (a, b) = if let Some(inner) = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+                let args = split_args(inner);
+                (args.first()?.clone(), args.get(1)?.clone())
+            } else {
+                let quoted: Vec<&str> = rest.split(['"', '\'']).map(str::trim).filter(|s| !s.is_empty()).collect();
+                (quoted.first()?.to_string(), quoted.get(1).unwrap_or(&"").to_string())
+            };
+            let (a, b) = (make.expand(&a).ok()?, make.expand(&b).ok()?);
+            Some((a.trim() == b.trim()) == (word == "ifeq"))
+        }
+        _ => None,
+    }
+}
+
+/// The position of the bracket that closes the one `text` starts with.
+fn matching(text: &str, open: char, close: char) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in text.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// A function's arguments: split at the commas outside brackets.
+fn split_args(text: &str) -> Vec<String> {
+    let mut args = vec![String::new()];
+    let mut depth = 0;
+    for c in text.chars() {
+        match c {
+            '(' | '{' => depth += 1,
+            ')' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                args.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        args.last_mut().unwrap().push(c);
+    }
+    args
+}
+
+/// Whether `word` matches make's `pattern` (one `%` at most).
+fn pattern_match(pattern: &str, word: &str) -> bool {
+    match pattern.split_once('%') {
+        Some((pre, post)) => word.len() >= pre.len() + post.len() && word.starts_with(pre) && word.ends_with(post),
+        None => pattern == word,
+    }
+}
+
+fn patsubst(from: &str, to: &str, word: &str) -> String {
+    match from.split_once('%') {
+        Some((pre, post)) if pattern_match(from, word) => to.replacen('%', &word[pre.len()..word.len() - post.len()], 1),
+        None if from == word => to.to_owned(),
+        _ => word.to_owned(),
+    }
+}
+
+/// The files `pattern` (relative to `root`, `*` in its last part only)
+/// names, in path order.
+fn wildcard(root: &Path, pattern: &str) -> Vec<String> {
+    let (dir, name) = pattern.rsplit_once('/').unwrap_or(("", pattern));
+    if !name.contains('*') {
+        return if root.join(pattern).exists() { vec![pattern.to_owned()] } else { Vec::new() };
+    }
+    let (pre, post) = name.split_once('*').unwrap();
+    let mut found: Vec<String> = fs::read_dir(root.join(dir))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.len() >= pre.len() + post.len() && n.starts_with(pre) && n.ends_with(post))
+        .map(|n| if dir.is_empty() { n } else { format!("{dir}/{n}") })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The kernel sources an image needs: those of `tree` that define one of
 /// `registrations` (`Register_CONV_2D`, ...), and every kernel source that
-/// defines none (the helpers the kernels share). TFLM's archive would leave
-/// the other kernels out of the link anyway; not compiling them is what
-/// keeps a build on a new tree short. A registration no kernel defines is an
-/// error.
-pub fn needed_kernels(kernels: &[PathBuf], registrations: &[String]) -> Result<Vec<PathBuf>, String> {
+/// defines none (the helpers the kernels share: `depthwise_conv_common.cc`
+/// uses `conv_common.cc`'s). TFLM's archive would leave the other kernels out
+/// of the link anyway; not compiling them is what keeps a build on a new
+/// tree short. A registration no kernel defines is an error, which names the
+/// tree and counts the kernel sources its Makefile lists that it lacks.
+pub fn needed_kernels(tree: &Tree, registrations: &[String]) -> Result<Vec<PathBuf>, String> {
     let mut defined: Vec<String> = Vec::new();
     let mut needed = Vec::new();
-    for file in kernels {
+    for file in &tree.kernels {
         let text = fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let defines = registrations_defined(&text);
         if defines.is_empty() || defines.iter().any(|r| registrations.contains(r)) {
@@ -167,7 +793,15 @@ pub fn needed_kernels(kernels: &[PathBuf], registrations: &[String]) -> Result<V
     }
     let missing: Vec<&str> = registrations.iter().filter(|r| !defined.contains(r)).map(String::as_str).collect();
     if !missing.is_empty() {
-        return Err(format!("no kernel source of the TFLM tree defines {}", missing.join(", ")));
+        let absent = match tree.absent.len() {
+            0 => String::new(),
+            n => format!(" (its Makefile lists {n} kernel sources the tree does not hold)"),
+        };
+        return Err(format!(
+            "{}: no kernel source of the TFLM tree defines {}{absent}",
+            tree.root.display(),
+            missing.join(", ")
+        ));
     }
     Ok(needed)
 }
@@ -231,50 +865,6 @@ fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
     let kernels = sources_in(&lite.join("micro/kernels")).into_iter().filter(kept).collect();
     (core, kernels)
-}
-
-/// What TFLM's Makefile lists for its library (`list_library_sources`),
-/// derived from its `sources.inc` without running make: in a checkout,
-/// `MICROLITE_CC_BASE_SRCS` less `MICROLITE_TEST_SRCS` and the benchmarks,
-/// and `MICROLITE_CC_KERNEL_SRCS`. A tree made by `create_tflm_tree.py` holds
-/// only the library, so everything in it is compiled.
-fn sources_current(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let micro = root.join("tensorflow/lite/micro");
-    let listed = fs::read_to_string(micro.join("tools/make/sources.inc")).ok();
-    let block = |text: &str, name: &str| -> Vec<PathBuf> {
-        let start = format!("{name} := \\");
-        let mut lines = text.lines().skip_while(|l| l.trim_end() != start).skip(1);
-        let mut files = Vec::new();
-        while let Some(line) = lines.next().map(str::trim).filter(|l| !l.is_empty()) {
-            let path = line.trim_end_matches('\\').trim().trim_start_matches("$(TENSORFLOW_ROOT)");
-            files.push(root.join(path));
-        }
-        files
-    };
-    let tflite: Vec<PathBuf> = walk(&root.join("tensorflow"), SOURCES)
-        .into_iter()
-        .filter(|p| !p.starts_with(root.join("tensorflow/lite/experimental")) && !p.starts_with(&micro))
-        .filter(|p| !p.ends_with("tensorflow/lite/array.cc"))
-        .collect();
-    match listed {
-        Some(text) => {
-            let tests = block(&text, "MICROLITE_TEST_SRCS");
-            let mut core: Vec<PathBuf> = ["", "arena_allocator", "memory_planner", "tflite_bridge"]
-                .iter()
-                .flat_map(|d| sources_in(&micro.join(d)))
-                .filter(|p| !tests.contains(p) && !p.to_str().unwrap().ends_with("benchmark.cc"))
-                .collect();
-            core.extend(tflite);
-            (core, block(&text, "MICROLITE_CC_KERNEL_SRCS"))
-        }
-        None => {
-            let all: Vec<PathBuf> = walk(&micro, SOURCES).into_iter().filter(|p| !p.to_str().unwrap().ends_with("_test.cc")).collect();
-            let (kernels, mut core): (Vec<PathBuf>, Vec<PathBuf>) =
-                all.into_iter().partition(|p| p.starts_with(micro.join("kernels")));
-            core.extend(tflite);
-            (core, kernels)
-        }
-    }
 }
 
 /// Every file below `dir` with one of `extensions`, in path order.

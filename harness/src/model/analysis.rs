@@ -141,6 +141,11 @@ impl SetAnalysis {
 const LEAST_ARENA_CURRENT: &str = "the least arena is predicted for the 2020 TFLM only \
                                    (today's kernels borrow room while they prepare that the analyzer does not model)";
 
+/// Why a TFLM of the years between is not predicted.
+pub const BETWEEN: &str = "the analyzer models the allocator of the 2020 TFLM and today's (given its planner, \
+                           keeping evaluation tensors, able to say its own objects' tail); this TFLM's is neither, \
+                           and its tail is not modelled";
+
 impl Analysis {
     /// The analysis of `model` for a TFLM of generation `tflm` whose image
     /// plans with `planner`. The 2020 TFLM has only its greedy planner and
@@ -169,6 +174,10 @@ impl Analysis {
                 }
                 (buffers(model, &[])?, Some(tail.bytes), Some(tail))
             }
+            Generation::Between => {
+                caveats.push(format!("no arena prediction: {BETWEEN}; the head leaves out any scratch buffers"));
+                (buffers(model, &[])?, None, None)
+            }
             Generation::Current => match current::not_predicted(model) {
                 Some(why) => {
                     caveats.push(format!("no arena prediction: {why}; the head leaves out any scratch buffers"));
@@ -183,7 +192,7 @@ impl Analysis {
         };
         let ties = match tflm {
             Generation::Tfmicro2020 => Ties::Added,
-            Generation::Current => Ties::Reversed,
+            Generation::Between | Generation::Current => Ties::Reversed,
         };
         let offsets = greedy(&buffers, ties);
         let greedy = head_bytes(&buffers, &offsets);

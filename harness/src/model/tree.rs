@@ -1,6 +1,6 @@
-//! What a TFLM source tree is: where it is, its generation (which decides
-//! the API the shim speaks and what the analyzer predicts), its sources and
-//! flags. The firmware's build script includes the same file, so both sides
+//! What a TFLM source tree is: where it is, the API its headers declare
+//! (which the shim is compiled for), its generation (what the analyzer
+//! predicts), its sources and flags as its own Makefile lists them. The firmware's build script includes the same file, so both sides
 //! agree on what a tree is.
 
 #![allow(dead_code)] // the build script uses all of it, the harness part
@@ -16,18 +16,146 @@ impl Generation {
     pub fn name(self) -> &'static str {
         match self {
             Generation::Tfmicro2020 => "2020",
+            Generation::Between => "between",
             Generation::Current => "current",
         }
     }
 
     /// The generation [`Generation::name`] names.
     pub fn named(name: &str) -> Option<Generation> {
-        [Generation::Tfmicro2020, Generation::Current].into_iter().find(|g| g.name() == name)
+        [Generation::Tfmicro2020, Generation::Between, Generation::Current].into_iter().find(|g| g.name() == name)
     }
 }
 
 impl fmt::Display for Generation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let file = root.join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+    }
+
+    /// The idioms of TFLM's Makefiles over the years, read as make reads
+    /// them for the Cortex-M build.
+    #[test]
+    fn a_makefile_is_read_as_make_reads_it_for_one_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in ["tensorflow/lite/micro/a.cc", "tensorflow/lite/micro/a_test.cc", "tensorflow/lite/micro/b.cc"] {
+            write(root, file, "");
+        }
+        for file in ["tensorflow/lite/c/common.c", "tensorflow/lite/core/api/x.cc", "tensorflow/lite/experimental/e.cc"]
+        {
+            write(root, file, "");
+        }
+        write(root, "tensorflow/lite/micro/tools/make/downloads/lib/l.cc", "");
+        write(
+            root,
+            "tensorflow/lite/micro/tools/make/Makefile",
+            "TENSORFLOW_ROOT :=\n\
+             HOST_OS := $(shell uname -s)\n\
+             TARGET := $(HOST_OS)\n\
+             include $(MAKEFILE_DIR)/more.inc\n\
+             # a comment\n\
+             LATE = $(LATER) \\\n  two\n\
+             LATER := one\n\
+             DEFAULTED ?= kept\n\
+             DEFAULTED ?= not\n\
+             ifeq ($(TARGET), $(HOST_OS))\n  HOSTED := yes\nelse\n  HOSTED := no\nendif\n\
+             ifeq ($(TARGET_ARCH), cortex-m0)\n  CORE := M0\nelse ifeq ($(TARGET_ARCH), cortex-m7)\n  CORE := M7\nelse\n  $(error unknown)\nendif\n\
+             ifneq ($(OPTIMIZED_KERNEL_DIR),)\n  KERNELS := optimized\nendif\n\
+             ADDITIONAL_DEFINES := -D$(shell echo $(OPTIMIZE_FOR) | tr [a-z] [A-Z])\n\
+             TFL_CC_SRCS := $(shell find $(TENSORFLOW_ROOT)tensorflow -type d \\( -path tensorflow/lite/experimental -o -path tensorflow/lite/micro \\) -prune -false -o -name \"*.cc\" -o -name \"*.c\")\n\
+             MICROLITE_CC_BASE_SRCS := $(wildcard tensorflow/lite/micro/*.cc) $(TFL_CC_SRCS)\n\
+             MICROLITE_CC_SRCS := $(filter-out $(MICROLITE_TEST_SRCS), $(MICROLITE_CC_BASE_SRCS))\n\
+             MICROLITE_CC_SRCS := $(call substitute_specialized_implementations,$(MICROLITE_CC_SRCS),$(TARGET))\n\
+             MICROLITE_TEST_SRCS := $(filter-out tensorflow/lite/micro/a_test.cc, $(MICROLITE_TEST_SRCS))\n\
+             CXXFLAGS := -std=c++17 -fno-rtti -Wall -Ifoo -O2 -mthumb -DCPU_$(CORE)=1 -DKEEP $(ADDITIONAL_DEFINES)\n\
+             \tCXXFLAGS := $(recipe lines are not assignments)\n\
+             UNKNOWN := $(shell uname -m)\n",
+        );
+        write(
+            root,
+            "tensorflow/lite/micro/tools/make/more.inc",
+            "MICROLITE_TEST_SRCS := tensorflow/lite/micro/a_test.cc\n",
+        );
+        let settings = [
+            ("MAKEFILE_DIR", "tensorflow/lite/micro/tools/make"),
+            ("TARGET", "cortex_m_generic"),
+            ("TARGET_ARCH", "cortex-m7"),
+            ("OPTIMIZED_KERNEL_DIR", ""),
+            ("OPTIMIZE_FOR", "kernels_optimized_for_speed"),
+        ];
+        let make = Make::read(root, &root.join("tensorflow/lite/micro/tools/make/Makefile"), &settings).unwrap();
+        let words = |name: &str| make.list(name).unwrap().join(" ");
+        // The configuration's TARGET stands; a conditional on an unknown
+        // (HOST_OS) takes neither branch.
+        assert_eq!(words("TARGET"), "cortex_m_generic");
+        assert_eq!(words("HOSTED"), "");
+        assert_eq!((words("CORE"), words("KERNELS")), ("M7".into(), "".into()));
+        assert_eq!((words("LATE"), words("DEFAULTED")), ("one two".into(), "kept".into()));
+        // The library's sources as make lists them where it builds the
+        // library: tests left out as they were then, no walk into
+        // experimental/, micro/ or the downloads.
+        assert_eq!(
+            words("MICROLITE_CC_SRCS"),
+            "tensorflow/lite/micro/a.cc tensorflow/lite/micro/b.cc tensorflow/lite/c/common.c tensorflow/lite/core/api/x.cc"
+        );
+        assert_eq!(
+            make.flags("CXXFLAGS").unwrap(),
+            ["-std=c++17", "-fno-rtti", "-DKEEP", "-DKERNELS_OPTIMIZED_FOR_SPEED"]
+        );
+        let unknown = make.list("UNKNOWN").unwrap_err();
+        assert!(unknown.contains("UNKNOWN") && unknown.contains("$(shell uname -m)"), "{unknown}");
+    }
+
+    /// The API is read from the headers, each part on its own: a tree that
+    /// mixes them as no TFLM did is still read part by part.
+    #[test]
+    fn the_api_is_what_the_headers_declare() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let micro = "tensorflow/lite/micro";
+        write(root, &format!("{micro}/debug_log.h"), "void DebugLog(const char* format, va_list args);");
+        write(root, &format!("{micro}/micro_log.h"), "void MicroPrintf(const char* format, ...);");
+        write(root, &format!("{micro}/arena_allocator/single_arena_buffer_allocator.h"), "");
+        write(root, &format!("{micro}/micro_interpreter.h"), "#define TFLITE_SCHEMA_VERSION (3)\n");
+        write(
+            root,
+            &format!("{micro}/micro_allocator.h"),
+            "Create(uint8_t*, size_t, MicroMemoryPlanner* memory_planner);",
+        );
+        write(root, &format!("{micro}/micro_allocator.cc"), "constexpr int kBufferAlignment = 16;");
+        let api = Api::of(root).unwrap();
+        assert_eq!(
+            api.defines(),
+            [
+                "HM_DEBUG_LOG_VA_LIST",
+                "HM_MICRO_LOG",
+                "HM_SINGLE_ARENA_BUFFER",
+                "HM_PLANNER_GIVEN",
+                "HM_BUFFER_ALIGNMENT=16"
+            ]
+        );
+        assert_eq!(api.generation(root), Generation::Between, "no GetDefaultTailUsage, no GetTensor");
+
+        write(root, &format!("{micro}/micro_arena_constants.h"), "");
+        write(root, &format!("{micro}/micro_allocator.h"), "MicroMemoryPlanner* memory_planner); GetDefaultTailUsage");
+        write(root, &format!("{micro}/micro_interpreter.h"), "TfLiteEvalTensor* GetTensor(int); TFLITE_SCHEMA_VERSION");
+        let api = Api::of(root).unwrap();
+        assert_eq!(api.buffer_alignment, 0);
+        assert_eq!(api.generation(root), Generation::Current);
+
+        fs::remove_file(root.join(micro).join("arena_allocator/single_arena_buffer_allocator.h")).unwrap();
+        let err = Api::of(root).unwrap_err();
+        assert!(err.contains("single_arena_buffer_allocator.h nor simple_memory_allocator.h"), "{err}");
     }
 }

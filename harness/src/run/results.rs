@@ -30,7 +30,8 @@ pub struct Image {
     pub model: String,
     pub model_sha256: String,
     pub tflm: String,
-    /// Its generation, as the analysis predicts for it: `2020` or `current`.
+    /// Its generation, as the analysis predicts for it: `2020`, `between` or
+    /// `current`.
     #[serde(default = "tfmicro2020")]
     pub tflm_generation: String,
     pub rustc: String,
@@ -122,7 +123,7 @@ pub struct Meta {
     pub model_sha256: String,
     /// The TFLM source the firmware was built from.
     pub tflm: String,
-    /// Its generation: `2020` or `current`.
+    /// Its generation: `2020`, `between` or `current`.
     #[serde(default = "tfmicro2020")]
     pub tflm_generation: String,
     /// The Rust compiler that built it.

@@ -480,16 +480,18 @@ impl ModelSpec {
         if !missing.is_empty() {
             return Err(unsupported(&self.ota.model, &self.ota.file, missing));
         }
-        let mut model = match (self.planner, runtime.generation()) {
+        // Another planner, and a shared arena, need an allocator that is
+        // given its planner (the shim builds it).
+        let mut model = match (self.planner, runtime.planner_given()) {
             (Planner::Greedy, _) => model,
-            (planner, Generation::Tfmicro2020) => {
+            (planner, false) => {
                 return Err(ModelsError::Planner { model: self.name.clone(), planner, runtime: runtime.to_string() })
             }
-            (Planner::Linear, Generation::Current) => model,
-            (Planner::Offline, Generation::Current) => model.with_hilmem_plan()?,
+            (Planner::Linear, true) => model,
+            (Planner::Offline, true) => model.with_hilmem_plan()?,
         };
         if let Some(set) = &self.set {
-            if set.sharing == Sharing::Shared && runtime.generation() == Generation::Tfmicro2020 {
+            if set.sharing == Sharing::Shared && !runtime.planner_given() {
                 return Err(ModelsError::Shared { set: self.name.clone(), runtime: runtime.to_string() });
             }
             model.residents = set.models.iter().map(|m| m.read(runtime)).collect::<Result<_, _>>()?;

@@ -89,14 +89,20 @@ impl Runtime {
             None => format!("tflm tree {}", content_hash(&tree)),
         };
         let operators = match tree.generation {
-            Generation::Current => Operators::of_tree(&root)?,
             Generation::Tfmicro2020 => Operators::bundled(),
+            Generation::Between | Generation::Current => Operators::of_tree(&root)?,
         };
         Ok(Runtime { tree: Some(tree), identity, operators })
     }
 
     pub fn generation(&self) -> Generation {
         self.tree.as_ref().map_or(Generation::Tfmicro2020, |t| t.generation)
+    }
+
+    /// Whether its allocator is given its planner (by the shim): only then
+    /// can an image plan with another planner or share an arena.
+    pub fn planner_given(&self) -> bool {
+        self.tree.as_ref().is_some_and(|t| t.api.planner_given)
     }
 
     /// The tree to hand the firmware's build; None for the bundled archive.
@@ -117,8 +123,7 @@ impl fmt::Display for Runtime {
 /// SHA-256 of the sources the library is compiled from and every header of
 /// the tree and its third-party libraries, first 12 hex digits.
 fn content_hash(tree: &Tree) -> String {
-    let (core, kernels) = tree.sources();
-    let mut files: Vec<PathBuf> = core.into_iter().chain(kernels).chain(tree.headers()).collect();
+    let mut files: Vec<PathBuf> = tree.core.iter().chain(&tree.kernels).cloned().chain(tree.headers()).collect();
     files.sort();
     files.dedup();
     let mut sha = Sha256::new();
@@ -149,9 +154,15 @@ mod tests {
 
         touch(dir.path(), "tensorflow/lite/micro/micro_interpreter.h");
         let err = Runtime::at(dir.path()).unwrap_err();
-        assert!(err.contains("neither known generation"), "{err}");
+        assert!(err.contains("a TFLM tree hilmem cannot build: its arena allocator is neither"), "{err}");
 
+        touch(dir.path(), "tensorflow/lite/micro/arena_allocator/single_arena_buffer_allocator.h");
         touch(dir.path(), "tensorflow/lite/micro/micro_log.h");
+        std::fs::write(dir.path().join("tensorflow/lite/micro/micro_log.h"), "void MicroPrintf(const char*, ...);")
+            .unwrap();
+        touch(dir.path(), "tensorflow/lite/micro/tools/make/Makefile");
+        std::fs::write(dir.path().join("tensorflow/lite/micro/tools/make/Makefile"), "-I$(DOWNLOADS_DIR)/kissfft\n")
+            .unwrap();
         let err = Runtime::at(dir.path()).unwrap_err();
         assert!(err.contains("lacks its third-party libraries (flatbuffers/include, gemmlowp, ruy, kissfft"), "{err}");
         assert!(err.contains("make -f tensorflow/lite/micro/tools/make/Makefile third_party_downloads"), "{err}");
@@ -166,9 +177,24 @@ mod tests {
     #[test]
     fn a_created_tree_is_found_with_its_third_party_folder() {
         let dir = tempfile::tempdir().unwrap();
-        for file in ["tensorflow/lite/micro/micro_interpreter.h", "tensorflow/lite/micro/micro_log.h"] {
+        for file in [
+            "tensorflow/lite/micro/micro_interpreter.h",
+            "tensorflow/lite/micro/micro_log.h",
+            "tensorflow/lite/micro/arena_allocator/single_arena_buffer_allocator.h",
+            "tensorflow/lite/micro/micro_arena_constants.h",
+        ] {
             touch(dir.path(), file);
         }
+        std::fs::write(
+            dir.path().join("tensorflow/lite/micro/micro_interpreter.h"),
+            "TfLiteEvalTensor* GetTensor(int); TFLITE_SCHEMA_VERSION",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("tensorflow/lite/micro/micro_allocator.h"),
+            "MicroMemoryPlanner* memory_planner); GetDefaultTailUsage",
+        )
+        .unwrap();
         for lib in ["flatbuffers/include", "gemmlowp", "ruy", "kissfft"] {
             std::fs::create_dir_all(dir.path().join("third_party").join(lib)).unwrap();
         }
