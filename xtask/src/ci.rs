@@ -13,7 +13,7 @@ use harness::spec::board;
 use harness::spec::runtime::Choice;
 use harness::{doctor, Workspace};
 
-use crate::{exit, test};
+use crate::exit;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,8 +22,9 @@ pub struct Args {
     against: String,
     /// A current TFLM for the tests that build against one: a tflite-micro
     /// checkout with its downloads, or a directory holding one as
-    /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/). Handed to
-    /// the tests as HILMEM_TEST_TFLM.
+    /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/), with TFLM's
+    /// earlier checkouts in its `history/` folder. Handed to `xtask test
+    /// --test-tflm`.
     #[arg(long)]
     test_tflm: Option<PathBuf>,
     /// The TFLM the emulated boards are measured on (as `hil --tflm`).
@@ -57,7 +58,10 @@ pub fn run(args: Args) -> Result<i32> {
         build_only.extend(["--board".to_owned(), board.name]);
     }
     build_only.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
-    let test_tflm = args.test_tflm.map(|given| test::tflm_checkout(ws.root(), &given)).transpose()?;
+    // The tests get the checkout as `xtask test --test-tflm` takes it (with
+    // the history folder beside it, where there is one).
+    let test_tflm: Vec<String> =
+        args.test_tflm.iter().flat_map(|given| ["--test-tflm".to_owned(), given.display().to_string()]).collect();
 
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
     let steps: Vec<(&str, &std::ffi::OsStr, Vec<String>)> = vec![
@@ -77,11 +81,11 @@ pub fn run(args: Args) -> Result<i32> {
             ),
         ),
         ("workflow files (actionlint)", actionlint.as_os_str(), vec![]),
-        ("tests", xtask.as_os_str(), strings(&["test"])),
+        ("tests", xtask.as_os_str(), [strings(&["test"]), test_tflm.clone()].concat()),
         (
             "the run-to-record path under load",
             xtask.as_os_str(),
-            strings(&["test", "--stress", STRESS_COUNT, "--threads", STRESS_THREADS]),
+            [strings(&["test", "--stress", STRESS_COUNT, "--threads", STRESS_THREADS]), test_tflm].concat(),
         ),
         ("emulated boards against the baselines", xtask.as_os_str(), hil),
         ("real boards, build only, against the baselines", xtask.as_os_str(), build_only),
@@ -91,9 +95,6 @@ pub fn run(args: Args) -> Result<i32> {
         eprintln!("== ci: {name}");
         let mut command = Command::new(program);
         command.current_dir(ws.root()).args(&args);
-        if let Some(tree) = &test_tflm {
-            command.env(test::TEST_TFLM, tree);
-        }
         let status = command.status().with_context(|| format!("cannot run the {name} step"))?;
         if !status.success() {
             eprintln!("== ci: {name} FAILED");

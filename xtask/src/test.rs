@@ -18,7 +18,9 @@ pub struct Args {
     /// checkout with its downloads, or a directory holding one as
     /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/). Else
     /// HILMEM_TEST_TFLM; without either those tests are not run, and the
-    /// run says how many (in CI they fail).
+    /// run says how many (in CI they fail). Its `history/` folder, where it
+    /// has one, holds `tflite-micro-*.tar.xz` checkouts of earlier years for
+    /// the tests of TFLM's history (unpacked once under target/tflm/history/).
     #[arg(long, value_name = "DIR")]
     test_tflm: Option<PathBuf>,
     /// Instead of the suite, run the tests that drive a target (nextest's
@@ -35,7 +37,10 @@ pub struct Args {
 }
 
 /// The environment variable the tests read a current TFLM's checkout from.
-pub const TEST_TFLM: &str = "HILMEM_TEST_TFLM";
+const TEST_TFLM: &str = "HILMEM_TEST_TFLM";
+/// The environment variable the tests read the directory of TFLM's earlier
+/// checkouts from.
+const TEST_TFLM_HISTORY: &str = "HILMEM_TEST_TFLM_HISTORY";
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
@@ -52,15 +57,22 @@ pub fn run(args: Args) -> Result<i32> {
     if !fetched.success() {
         bail!("cargo fetch --manifest-path firmware/Cargo.toml failed");
     }
-    let tflm = match args.test_tflm {
-        Some(given) => Some(tflm_checkout(ws.root(), &given)?),
+    let tflm = match &args.test_tflm {
+        Some(given) => Some(tflm_checkout(ws.root(), given)?),
         None => std::env::var_os(TEST_TFLM).map(PathBuf::from),
+    };
+    let history = match (&args.test_tflm, &tflm) {
+        (Some(given), Some(current)) => history_trees(ws.root(), given, current)?,
+        _ => None,
     };
     let nextest = |profile: &str| {
         let mut command = Command::new(&cargo);
         command.current_dir(ws.root()).args(["nextest", "run", "--config-file", NEXTEST_CONFIG, "--profile", profile]);
         if let Some(tree) = &tflm {
             command.env(TEST_TFLM, tree);
+        }
+        if let Some(dir) = &history {
+            command.env(TEST_TFLM_HISTORY, dir);
         }
         command
     };
@@ -148,7 +160,7 @@ fn left_out(cargo: &std::ffi::OsStr, root: &Path, filters: &[String]) -> Result<
 /// `tflite-micro-*.tar.gz` unpacks to under `target/tflm/` (unpacked once,
 /// through a scratch directory, so an interrupted unpack leaves nothing that
 /// looks complete).
-pub fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
+fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
     // Absolute: the tests run in their own package's directory.
     let given = &given.canonicalize().with_context(|| format!("--test-tflm {}", given.display()))?;
     if given.join("tensorflow/lite/micro").is_dir() {
@@ -166,20 +178,70 @@ pub fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
         bail!("--test-tflm {}: no TFLM tree, tflite-micro-* checkout or tflite-micro-*.tar.gz there", given.display());
     };
     let name = archive.file_name().and_then(|n| n.to_str()).unwrap().trim_end_matches(".tar.gz").to_owned();
-    let dir = root.join("target/tflm");
-    let tree = dir.join(&name);
-    if !tree.is_dir() {
-        eprintln!("== tests: unpacking {} into {}", archive.display(), dir.display());
-        let scratch = dir.join(".partial");
-        let _ = std::fs::remove_dir_all(&scratch);
-        std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
-        let status = Command::new("tar").arg("-xzf").arg(archive).arg("-C").arg(&scratch).status();
-        if !status.context("cannot run tar")?.success() {
-            bail!("tar could not unpack {}", archive.display());
-        }
-        std::fs::rename(scratch.join(&name), &tree)
-            .with_context(|| format!("{} does not unpack to {name}/", archive.display()))?;
-        let _ = std::fs::remove_dir_all(&scratch);
+    unpack_once(archive, &root.join("target/tflm"), &name, |_| Ok(()))
+}
+
+/// The tree `archive` (a `.tar.gz` or `.tar.xz`) unpacks to, `dir/name`:
+/// unpacked there once, through a scratch directory, with `prepare` run on
+/// it before it takes its name, so an interrupted unpack leaves nothing
+/// that looks complete.
+fn unpack_once(archive: &Path, dir: &Path, name: &str, prepare: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
+    let tree = dir.join(name);
+    if tree.is_dir() {
+        return Ok(tree);
     }
+    eprintln!("== tests: unpacking {} into {}", archive.display(), dir.display());
+    let scratch = dir.join(".partial");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+    let status = Command::new("tar").arg("-xaf").arg(archive).arg("-C").arg(&scratch).status();
+    if !status.context("cannot run tar")?.success() {
+        bail!("tar could not unpack {}", archive.display());
+    }
+    prepare(&scratch.join(name))?;
+    std::fs::rename(scratch.join(name), &tree)
+        .with_context(|| format!("{} does not unpack to {name}/", archive.display()))?;
+    let _ = std::fs::remove_dir_all(&scratch);
     Ok(tree)
+}
+
+/// The directory of TFLM's earlier checkouts: `given/history/`'s
+/// `tflite-micro-*.tar.xz`, each unpacked once under `target/tflm/history/`
+/// (None when `given` has no such folder).
+///
+/// The archives were made smaller by leaving out, among the third-party
+/// libraries' tests, ruy's `ruy/profiler/`, which TFLM's reference kernels
+/// include and its Makefile lists. Where a tree's download script names the
+/// ruy commit the current checkout's own script names, the current
+/// checkout's copy of that folder (the same upstream files) is put back, and
+/// the run says so; a tree whose ruy is another commit stays as it is, and
+/// the tests expect hilmem to refuse it for what it lacks.
+fn history_trees(root: &Path, given: &Path, current: &Path) -> Result<Option<PathBuf>> {
+    let folder = given.join("history");
+    let Ok(entries) = std::fs::read_dir(&folder) else { return Ok(None) };
+    let dir = root.join("target/tflm/history");
+    let ruy = |tree: &Path| {
+        let script = tree.join("tensorflow/lite/micro/tools/make/third_party_downloads.inc");
+        let text = std::fs::read_to_string(script).unwrap_or_default();
+        text.lines().find(|l| l.starts_with("RUY_URL")).map(str::to_owned)
+    };
+    let downloads = "tensorflow/lite/micro/tools/make/downloads/ruy/ruy/profiler";
+    for archive in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let Some(name) = archive.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".tar.xz")) else {
+            continue;
+        };
+        unpack_once(&archive, &dir, name, |unpacked| {
+            let profiler = unpacked.join(downloads);
+            if profiler.exists() || ruy(unpacked).is_none() || ruy(unpacked) != ruy(current) {
+                return Ok(());
+            }
+            eprintln!("== tests: {name}: its ruy lacks ruy/profiler/; taking it from the current checkout's ruy, the same commit");
+            let status = Command::new("cp").arg("-R").arg(current.join(downloads)).arg(&profiler).status();
+            if !status.context("cannot run cp")?.success() {
+                bail!("cannot copy ruy/profiler into {}", unpacked.display());
+            }
+            Ok(())
+        })?;
+    }
+    Ok(Some(dir))
 }

@@ -114,9 +114,7 @@ pub fn compiled_layouts(tree: &Tree, sources: &[String], layouts: &[Layout]) -> 
     std::fs::write(dir.path().join("probe.cc"), probe).unwrap();
     let mut gxx = Command::new("arm-none-eabi-g++");
     gxx.current_dir(dir.path()).args(["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-w", "-c", "probe.cc"]);
-    let flags = tree.flags();
-    gxx.args(flags.common).args(flags.cxx);
-    gxx.args(flags.defines.iter().map(|d| format!("-D{d}")));
+    gxx.args(&tree.flags.cxx);
     gxx.args(tree.include_dirs().iter().map(|d| format!("-I{}", d.display())));
     let out = gxx.output().expect("arm-none-eabi-g++ (run `cargo xtask doctor`)");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

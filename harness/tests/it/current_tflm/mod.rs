@@ -20,6 +20,7 @@ use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 
 use crate::support::{self, board, printed_by_tflm, ran, ws, TIMEOUT};
 
+mod history;
 mod planners;
 mod resident;
 

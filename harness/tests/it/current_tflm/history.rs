@@ -1,0 +1,157 @@
+//! TFLM's earlier years (`HILMEM_TEST_TFLM_HISTORY`: tflite-micro checkouts
+//! CI keeps as archives beside the current one): each tree is read from
+//! itself, as a tree hilmem has never seen. One it can build runs the
+//! example models its kernels support on the Cortex-M7 and the host, with
+//! TFLM's own report of its arena; one it cannot is refused before anything
+//! is compiled, for files it really lacks.
+
+use std::path::{Path, PathBuf};
+
+use harness::model::analysis::BETWEEN;
+use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
+use harness::run::record::NOT_PREDICTED;
+use harness::run::results::Results;
+use harness::run::{self, Options};
+use harness::spec::board::DEFAULT_BOARD;
+use harness::spec::models;
+use harness::spec::runtime::{Generation, Runtime};
+use harness::verdict::approval;
+use harness::verdict::baseline::Source;
+use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
+
+use crate::support::{ran, ws};
+
+/// The unpacked checkouts of TFLM's history, oldest first.
+fn history() -> Vec<PathBuf> {
+    let Some(dir) = std::env::var_os("HILMEM_TEST_TFLM_HISTORY") else {
+        panic!(
+            "HILMEM_TEST_TFLM_HISTORY is not set: give `cargo xtask test --test-tflm DIR` a DIR whose history/ \
+             folder holds tflite-micro-*.tar.xz checkouts of earlier years"
+        )
+    };
+    let mut trees: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("tensorflow/lite/micro").is_dir())
+        .collect();
+    trees.sort_by_key(|t| std::fs::read_to_string(t.join("tensorflow/lite/micro/micro_interpreter.h")).unwrap().len());
+    trees
+}
+
+/// Every file a refusal names as lacking (paths in the tree, or headers
+/// included by path) is absent from the tree.
+fn lacks_what_it_names(tree: &Path, refusal: &str) {
+    let named = refusal.split(" include: ").nth(1).and_then(|r| r.split(';').next()).expect(refusal);
+    for file in named.split(", ") {
+        assert!(!tree.join(file).exists(), "{refusal}: {file} is there");
+    }
+}
+
+#[test]
+fn each_year_of_tflm_builds_and_runs_or_is_refused_for_what_it_lacks() {
+    let trees = history();
+    assert!(!trees.is_empty(), "no checkout in HILMEM_TEST_TFLM_HISTORY");
+    let models_file = ws().root().join("firmware/models/current/hil.toml");
+    let file = models::load(&models_file).unwrap();
+    let mut built = 0;
+    for tree in &trees {
+        let runtime = match Runtime::at(tree) {
+            Ok(runtime) => runtime,
+            Err(refusal) => {
+                lacks_what_it_names(tree, &refusal);
+                continue;
+            }
+        };
+        assert_ne!(runtime.generation(), Generation::Tfmicro2020, "{}", tree.display());
+        // The float hello_world of the root models file, and the int8
+        // examples this TFLM registers every operator of.
+        let mut models = vec!["hello_world".to_owned()];
+        models.extend(file.models.iter().filter(|m| m.read(&runtime).is_ok()).map(|m| m.name.clone()));
+        for (models_file, names) in [(ws().models_file(), &models[..1]), (models_file.clone(), &models[1..])] {
+            let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into(), "host".into()]);
+            options.models_file = models_file;
+            options.models = names.to_vec();
+            options.scenarios = vec![SINGLE_FRAME.into()];
+            options.tflm = Some(tree.display().to_string());
+            let results = run::run(&ws(), &options, &|_| {}).unwrap();
+            assert!(results.failed.is_empty(), "{}: {:#?}", tree.display(), results.failed);
+            // Each image names the runtime and its generation.
+            for image in &results.images {
+                let named = (image.tflm.as_str(), image.tflm_generation.as_str());
+                assert_eq!(named, (runtime.identity.as_str(), runtime.generation().name()));
+            }
+            let measured: Vec<&Measurement> = ran(&results).collect();
+            assert_eq!(measured.len(), 2 * names.len(), "{}", tree.display());
+            for record in measured {
+                assert!(record.passed(), "{} {}/{}: {:?}", tree.display(), record.board, record.model, record.checks);
+                // The record took head and tail from TFLM's own lines and
+                // checked they add up to its arena_used_bytes.
+                let m = &record.metrics;
+                assert_eq!(m[metric::ARENA_HEAD_BYTES] + m[metric::ARENA_TAIL_BYTES], m[metric::ARENA_USED_BYTES]);
+                // On the Cortex-M7, a tree of today's allocator is predicted
+                // exactly; one of the years between is not, and says why.
+                if record.board == DEFAULT_BOARD {
+                    match runtime.generation() {
+                        Generation::Current => {
+                            assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{}", record.model)
+                        }
+                        _ => {
+                            assert!(record.arena_prediction.is_none());
+                            assert!(record.notes[NOT_PREDICTED].contains(BETWEEN), "{:?}", record.notes);
+                        }
+                    }
+                }
+            }
+        }
+        built += 1;
+    }
+    assert!(built > 0, "no tree of TFLM's history was built: {trees:?}");
+}
+
+/// hello_world on the Cortex-M7 on every runtime there is here (the bundled
+/// 2020 archive, each year of the history hilmem can build, the current
+/// checkout): the comparison of any two, one's figures as the other's
+/// baseline, names the change of runtime first and says which figures moved.
+#[test]
+fn every_pair_of_runtimes_is_compared_naming_the_change_and_what_moved() {
+    let mut runtimes = vec![Runtime::bundled()];
+    runtimes.extend(history().iter().filter_map(|tree| Runtime::at(tree).ok()));
+    runtimes.push(super::current_tflm());
+    assert!(runtimes.len() >= 3, "the bundled, the current and at least one year between");
+    let measured: Vec<Results> = runtimes
+        .iter()
+        .map(|runtime| {
+            let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+            options.models = vec!["hello_world".into()];
+            options.scenarios = vec![SINGLE_FRAME.into()];
+            options.tflm = Some(runtime.dir().map_or("bundled".into(), |d| d.display().to_string()));
+            let results = run::run(&ws(), &options, &|_| {}).unwrap();
+            assert!(results.failed.is_empty(), "{}: {:#?}", runtime, results.failed);
+            results
+        })
+        .collect();
+    let policy = Policy::load(&ws().root().join("baselines")).unwrap();
+    for (i, (from, before)) in runtimes.iter().zip(&measured).enumerate() {
+        // `from`'s figures, approved as a baseline.
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let all_new = compare::compare(before, &Source::WorkTree(empty), &policy).unwrap();
+        approval::write_pending(before, &all_new, dir.path()).unwrap();
+        let baselines = approval::pending_dir(dir.path());
+        for (to, after) in runtimes.iter().zip(&measured).skip(i + 1) {
+            let comparison = compare::compare(after, &Source::WorkTree(baselines.clone()), &policy).unwrap();
+            let change = RuntimeChange {
+                board: DEFAULT_BOARD.into(),
+                model: "hello_world".into(),
+                from: from.identity.clone(),
+                to: to.identity.clone(),
+            };
+            assert_eq!(comparison.runtime_changes, [change]);
+            let moved: Vec<&str> =
+                comparison.rows.iter().filter(|r| r.verdict != Verdict::Unchanged).map(|r| r.metric.as_str()).collect();
+            assert!(moved.contains(&metric::FLASH_BYTES), "{} → {}: {moved:?}", from.identity, to.identity);
+            assert!(!moved.contains(&metric::MODEL_BYTES), "the same model file");
+        }
+    }
+}
