@@ -67,7 +67,9 @@ impl Api {
                 .into());
         }
         let micro_log = micro.join("micro_log.h").is_file();
-        if !micro_log && !read("micro_error_reporter.h").contains("MicroPrintf") && !micro.join("kernels/all_ops_resolver.h").is_file()
+        if !micro_log
+            && !read("micro_error_reporter.h").contains("MicroPrintf")
+            && !micro.join("kernels/all_ops_resolver.h").is_file()
         {
             return Err("it declares MicroPrintf neither in micro_log.h nor in micro_error_reporter.h".into());
         }
@@ -193,7 +195,8 @@ impl Tree {
         let created = root.join("third_party");
         let third_party = if created.join("flatbuffers/include").is_dir() { created } else { downloads };
         let makefile = micro.join("tools/make/Makefile");
-        let needs_kissfft = generation != Generation::Tfmicro2020 && fs::read_to_string(&makefile).is_ok_and(|m| m.contains("kissfft"));
+        let needs_kissfft =
+            generation != Generation::Tfmicro2020 && fs::read_to_string(&makefile).is_ok_and(|m| m.contains("kissfft"));
         let missing: Vec<&str> = ["flatbuffers/include", "gemmlowp", "ruy"]
             .into_iter()
             .chain(needs_kissfft.then_some("kissfft"))
@@ -232,18 +235,25 @@ impl Tree {
                 root.display()
             ));
         };
-        let mut tree = Tree { root: root.to_owned(), generation, api, third_party, core, kernels, absent: Vec::new(), flags };
+        let mut tree =
+            Tree { root: root.to_owned(), generation, api, third_party, core, kernels, absent: Vec::new(), flags };
         let left_out = |p: &PathBuf| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            p.ends_with("tensorflow/lite/micro/debug_log.cc") || TEST_HELPERS.contains(&name) || name.ends_with("_test.cc")
+            p.ends_with("tensorflow/lite/micro/debug_log.cc")
+                || TEST_HELPERS.contains(&name)
+                || name.ends_with("_test.cc")
         };
         for list in [&mut tree.core, &mut tree.kernels] {
             list.retain(|p| !left_out(p));
             list.sort();
             list.dedup();
         }
-        let missing_core: Vec<String> =
-            tree.core.iter().filter(|p| !p.is_file()).map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string()).collect();
+        let missing_core: Vec<String> = tree
+            .core
+            .iter()
+            .filter(|p| !p.is_file())
+            .map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string())
+            .collect();
         if !missing_core.is_empty() {
             return Err(format!(
                 "{}: the Makefile lists sources of the library that are not in the tree: {}",
@@ -451,7 +461,8 @@ impl<'a> Make<'a> {
                     branches.push(Branch { taken, done: taken });
                 }
                 "else" => {
-                    let outer = branches.len() <= 1 || branches[..branches.len() - 1].iter().all(|b| b.taken == Some(true));
+                    let outer =
+                        branches.len() <= 1 || branches[..branches.len() - 1].iter().all(|b| b.taken == Some(true));
                     let rest = line["else".len()..].trim();
                     let Some(branch) = branches.last_mut() else { continue };
                     let taken = match branch.done {
@@ -491,7 +502,8 @@ impl<'a> Make<'a> {
     /// else (a rule, a function called for its effect) is not an assignment.
     fn assign(&mut self, line: &str) {
         let line = line.strip_prefix("override ").or_else(|| line.strip_prefix("export ")).unwrap_or(line);
-        let name_len = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')).unwrap_or(line.len());
+        let name_len =
+            line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')).unwrap_or(line.len());
         let (name, rest) = line.split_at(name_len);
         let rest = rest.trim_start();
         let (op, value) = match ["::=", ":=", "+=", "?=", "="].iter().find(|op| rest.starts_with(**op)) {
@@ -549,7 +561,9 @@ impl<'a> Make<'a> {
             .list(name)?
             .into_iter()
             .filter(|f| f.starts_with("-std=") || f.starts_with("-f") || f.starts_with("-D"))
-            .filter(|f| !f.starts_with("-fmessage-length") && !f.contains('"') && !device.iter().any(|d| f.starts_with(d)))
+            .filter(|f| {
+                !f.starts_with("-fmessage-length") && !f.contains('"') && !device.iter().any(|d| f.starts_with(d))
+            })
             .collect())
     }
 
@@ -591,17 +605,27 @@ impl<'a> Make<'a> {
         let args_list = || -> Result<Vec<String>, String> { split_args(args).iter().map(|a| self.expand(a)).collect() };
         let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
         Ok(match function {
-            "wildcard" => self.expand(args)?.split_whitespace().flat_map(|p| wildcard(self.root, p)).collect::<Vec<_>>().join(" "),
+            "wildcard" => {
+                self.expand(args)?.split_whitespace().flat_map(|p| wildcard(self.root, p)).collect::<Vec<_>>().join(" ")
+            }
             "filter" | "filter-out" => {
                 let a = args_list()?;
-                let (patterns, list) = (words(a.first().map_or("", String::as_str)), words(a.get(1).map_or("", String::as_str)));
+                let (patterns, list) =
+                    (words(a.first().map_or("", String::as_str)), words(a.get(1).map_or("", String::as_str)));
                 let keep = function == "filter";
-                list.into_iter().filter(|w| patterns.iter().any(|p| pattern_match(p, w)) == keep).collect::<Vec<_>>().join(" ")
+                list.into_iter()
+                    .filter(|w| patterns.iter().any(|p| pattern_match(p, w)) == keep)
+                    .collect::<Vec<_>>()
+                    .join(" ")
             }
             "findstring" => {
                 let a = args_list()?;
                 let (find, within) = (a.first().cloned().unwrap_or_default(), a.get(1).cloned().unwrap_or_default());
-                if within.contains(&find) { find } else { String::new() }
+                if within.contains(&find) {
+                    find
+                } else {
+                    String::new()
+                }
             }
             "sort" => {
                 let mut w = words(&self.expand(args)?);
@@ -613,7 +637,10 @@ impl<'a> Make<'a> {
             "addprefix" | "addsuffix" => {
                 let a = args_list()?;
                 let (fix, list) = (a.first().cloned().unwrap_or_default(), words(a.get(1).map_or("", String::as_str)));
-                list.iter().map(|w| if function == "addprefix" { format!("{fix}{w}") } else { format!("{w}{fix}") }).collect::<Vec<_>>().join(" ")
+                list.iter()
+                    .map(|w| if function == "addprefix" { format!("{fix}{w}") } else { format!("{w}{fix}") })
+                    .collect::<Vec<_>>()
+                    .join(" ")
             }
             "subst" => {
                 let a = args_list()?;
@@ -622,7 +649,11 @@ impl<'a> Make<'a> {
             "patsubst" => {
                 let a = args_list()?;
                 let (from, to) = (a.first().cloned().unwrap_or_default(), a.get(1).cloned().unwrap_or_default());
-                words(a.get(2).map_or("", String::as_str)).iter().map(|w| patsubst(&from, &to, w)).collect::<Vec<_>>().join(" ")
+                words(a.get(2).map_or("", String::as_str))
+                    .iter()
+                    .map(|w| patsubst(&from, &to, w))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             }
             // A platform's specialized files (its `debug_log.cc`, its
             // `micro_time.cc`) are the shim's and the board's business: the
@@ -748,7 +779,9 @@ fn pattern_match(pattern: &str, word: &str) -> bool {
 
 fn patsubst(from: &str, to: &str, word: &str) -> String {
     match from.split_once('%') {
-        Some((pre, post)) if pattern_match(from, word) => to.replacen('%', &word[pre.len()..word.len() - post.len()], 1),
+        Some((pre, post)) if pattern_match(from, word) => {
+            to.replacen('%', &word[pre.len()..word.len() - post.len()], 1)
+        }
         None if from == word => to.to_owned(),
         _ => word.to_owned(),
     }
@@ -824,8 +857,13 @@ fn registrations_defined(text: &str) -> Vec<String> {
 }
 
 /// Support for TFLM's own tests, which its Makefile lists with the library.
-const TEST_HELPERS: [&str; 5] =
-    ["test_helpers.cc", "test_helper_custom_ops.cc", "fake_micro_context.cc", "mock_micro_graph.cc", "kernel_runner.cc"];
+const TEST_HELPERS: [&str; 5] = [
+    "test_helpers.cc",
+    "test_helper_custom_ops.cc",
+    "fake_micro_context.cc",
+    "mock_micro_graph.cc",
+    "kernel_runner.cc",
+];
 
 /// `.cc` and `.c` files directly in `dir`.
 fn sources_in(dir: &Path) -> Vec<PathBuf> {
