@@ -80,6 +80,16 @@ pub fn reaped(pid: u32) {
     RUNNING.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
 }
 
+/// Kills the process group of a program started by [`guard`] (its own
+/// group, whose number stays taken while anything in it lives).
+pub fn kill_group(pid: u32) {
+    // SAFETY: a plain system call; the group is the child's own.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+    }
+}
+
 /// Cancels the run: asks every driven target to stop and waits for them
 /// (up to `wait`), then kills every program still registered and waits for
 /// their owners to reap them. Returns what was running (`name (pid N)`) and
@@ -92,11 +102,7 @@ pub fn stop_all(wait: Duration) -> (Vec<String>, usize) {
         std::thread::sleep(Duration::from_millis(10));
     }
     for &pid in RUNNING.lock().unwrap_or_else(|e| e.into_inner()).keys() {
-        // SAFETY: a plain system call; the group is the child's own.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
-        }
+        kill_group(pid);
     }
     let left = loop {
         let left = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).len() + DRIVEN.load(Ordering::SeqCst);

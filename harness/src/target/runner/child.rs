@@ -99,14 +99,9 @@ impl Process {
     /// that nothing it left behind holds its output open), and reaps it.
     pub fn stop(&mut self) {
         if !self.stopped {
+            // Once, as the run ends.
             self.stopped = true;
-            // SAFETY: a plain system call. The group is the program's own
-            // (`children::guard`); its number stays taken while anything in
-            // it lives, and it is killed once, as the run ends.
-            #[cfg(target_os = "linux")]
-            unsafe {
-                libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
-            }
+            children::kill_group(self.child.id());
         }
         if self.ended.is_none() {
             let _ = self.child.kill();

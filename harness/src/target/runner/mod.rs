@@ -201,7 +201,7 @@ pub fn drive(
     let _driven = children::Driven::start();
     let mut session = Session::new(options.copies);
     let mut command_sent = false;
-    let mut unread = None;
+    let mut read_whole = true;
     let ending = loop {
         if children::cancelled() {
             target.stop();
@@ -239,9 +239,7 @@ pub fn drive(
             }
             Ok(Next::Idle) => {
                 if let Some(ending) = target.ended()? {
-                    if !read_to_end(target, &mut session, options.grace)? {
-                        unread = Some(options.grace);
-                    }
+                    read_whole = read_to_end(target, &mut session, options.grace)?;
                     break ending;
                 }
             }
@@ -254,11 +252,11 @@ pub fn drive(
     };
     target.stop();
     let mut diagnostics = target.diagnostics(options.grace);
-    if let Some(grace) = unread {
+    if !read_whole {
         diagnostics.push_str(&format!(
             "the target's output was still open {:.1} s after it ended (a process it started holds it?): \
              read no further\n",
-            grace.as_secs_f64()
+            options.grace.as_secs_f64()
         ));
     }
     Ok(Run { session, ending, diagnostics, process: target.process() })
