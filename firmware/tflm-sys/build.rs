@@ -6,6 +6,12 @@
 //! or a directory laid out like that archive's `submodules/tensorflow`. What is
 //! compiled and with which flags depends on the tree's generation (`tree.rs`).
 //!
+//! The harness says which kernels (`HILMEM_TFLM_KERNELS`: `reference` or
+//! `cmsis-nn`) and, on bare metal, for which core (`HILMEM_TFLM_ARCH`,
+//! TFLM's `TARGET_ARCH`): TFLM, CMSIS-NN and the shim are compiled with that
+//! core's flags as TFLM's own Cortex-M build gives them, not with the cc
+//! crate's defaults for the Rust target.
+//!
 //! The harness's build configuration (`HILMEM_BUILD_CONFIG`) holds
 //! `hilmem_ops.h`, the op resolver with exactly the model's operators, which
 //! the shim includes, and `hilmem_kernels.txt`, the registrations of those
@@ -31,12 +37,20 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_DIR");
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_CACHE");
     println!("cargo:rerun-if-env-changed=HILMEM_BUILD_CONFIG");
+    println!("cargo:rerun-if-env-changed=HILMEM_TFLM_KERNELS");
+    println!("cargo:rerun-if-env-changed=HILMEM_TFLM_ARCH");
     println!("cargo:rerun-if-changed=shim/shim.cc");
     println!("cargo:rerun-if-changed=tree.rs");
 
-    let tree = tflm_tree();
-    let includes = tree.include_dirs();
     let bare_metal = env::var("CARGO_CFG_TARGET_OS").unwrap() == "none";
+    let kernels = env::var("HILMEM_TFLM_KERNELS").map_or(Kernels::Reference, |name| {
+        Kernels::named(&name).unwrap_or_else(|| panic!("HILMEM_TFLM_KERNELS: `{name}` is not a kernel set"))
+    });
+    let arch = bare_metal.then(|| {
+        env::var("HILMEM_TFLM_ARCH").expect("HILMEM_TFLM_ARCH is not set: the harness names the board's core")
+    });
+    let tree = tflm_tree(kernels, arch.as_deref());
+    let includes = tree.include_dirs();
     let config = env::var_os("HILMEM_BUILD_CONFIG")
         .map(PathBuf::from)
         .unwrap_or_else(|| panic!("HILMEM_BUILD_CONFIG is not set: the harness generates the op resolver per model"));
@@ -58,7 +72,7 @@ fn main() {
     let objects_dir = env::var_os("HILMEM_TFLM_CACHE")
         .map_or_else(|| out_dir.clone(), PathBuf::from)
         .join(format!("tflm-{:016x}", toolchain_key(&tree, &compiler)));
-    let objects = compile_tflm(&tree, &includes, &tree.core, &kernels, &objects_dir);
+    let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
     let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
     if recording && tree.generation != Generation::Current {
@@ -83,7 +97,7 @@ fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> u64 {
     let mut key = DefaultHasher::new();
     env::var("TARGET").unwrap().hash(&mut key);
     env::var("OPT_LEVEL").unwrap().hash(&mut key);
-    (tree.generation, tree.api, &tree.flags).hash(&mut key);
+    (tree.generation, tree.api, &tree.flags, tree.kernels_set, &tree.cpu).hash(&mut key);
     compiler.path().hash(&mut key);
     compiler.args().hash(&mut key);
     for header in tree.headers() {
@@ -98,9 +112,17 @@ fn file_stamp(file: &Path) -> (PathBuf, u64, Option<std::time::SystemTime>) {
     (file.to_owned(), meta.len(), meta.modified().ok())
 }
 
-/// A build with the tree's includes, flags and defines.
+/// A build with the tree's includes, flags and defines, for its core: on
+/// bare metal the core's flags replace the cc crate's defaults for the Rust
+/// target (which name an architecture, not the core).
 fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Build {
     build.includes(includes).flag("-w").warnings(false);
+    if !tree.cpu.is_empty() {
+        build.no_default_flags(true);
+        for flag in &tree.cpu {
+            build.flag(flag);
+        }
+    }
     // Source paths end up in the image (TFLM's error messages quote
     // __FILE__): make them independent of where the tree lives, so the same
     // sources give the same image on every machine.
@@ -121,7 +143,7 @@ fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, boo
     (read(&source), read(ops), bare_metal, recording).hash(&mut key);
     let object = objects_dir.join(format!("shim-{:016x}.o", key.finish()));
     if !object.exists() {
-        let mut shim = build_for(tree, includes, true);
+        let mut shim = build_for(tree, includes, true, None);
         shim.include(ops.parent().unwrap());
         if bare_metal {
             shim.define("HILMEM_BARE_METAL", None);
@@ -155,16 +177,14 @@ fn archive(tree: &Tree, includes: &[PathBuf], library: &Path, objects: &[PathBuf
     assert!(status.success(), "the archiver failed on {}", library.display());
 }
 
-/// The objects of `core` and `kernels` in `objects_dir`, in source path
-/// order, compiled here if missing (kernels at `-O2` on a current tree, as
-/// TFLM's own build compiles them).
-fn compile_tflm(
-    tree: &Tree,
-    includes: &[PathBuf],
-    core: &[PathBuf],
-    kernels: &[PathBuf],
-    objects_dir: &Path,
-) -> Vec<PathBuf> {
+/// The objects of the tree's core sources, of `kernels` and of the kernel
+/// library's (CMSIS-NN's) sources in `objects_dir`, in source path order,
+/// compiled here if missing (kernels and CMSIS-NN at `-O2` on a tree newer
+/// than 2020, as TFLM's own build compiles them). CMSIS-NN is compiled
+/// whole, as TFLM's Makefile compiles it (113 C files, seconds); the link
+/// keeps only the functions the model's kernels call.
+fn compile_tflm(tree: &Tree, includes: &[PathBuf], kernels: &[PathBuf], objects_dir: &Path) -> Vec<PathBuf> {
+    let core = &tree.core;
     fs::create_dir_all(objects_dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
     // Builds that share the cache (the standard and the recording image of
     // a run are built side by side) compile its missing objects one at a
@@ -185,30 +205,30 @@ fn compile_tflm(
     };
     let kernel_opt = (tree.generation != Generation::Tfmicro2020).then_some(2);
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
+    let third_party = &tree.third_party_kernels;
     for (jobs, cpp, opt) in [
         ([missing(core, true), missing(kernels, true)].concat(), false, None),
+        (missing(third_party, true), false, kernel_opt),
         (missing(core, false), true, None),
         (missing(kernels, false), true, kernel_opt),
     ] {
-        if jobs.is_empty() {
-            continue;
+        if !jobs.is_empty() {
+            compile_to(build_for(tree, includes, cpp, opt), &jobs, &scratch);
         }
-        let mut build = build_for(tree, includes, cpp);
-        if let Some(level) = opt {
-            build.opt_level(level);
-        }
-        compile_to(build, &jobs, &scratch);
     }
-    let mut sources: Vec<&PathBuf> = core.iter().chain(kernels).collect();
+    let mut sources: Vec<&PathBuf> = core.iter().chain(kernels).chain(third_party).collect();
     sources.sort();
     sources.into_iter().map(object).collect()
 }
 
 /// A build of the tree's C++ (with its C++ flags), or of its C (with its C
-/// flags).
-fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool) -> cc::Build {
+/// flags), at optimisation level `opt` (default: the cargo profile's).
+fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool, opt: Option<u32>) -> cc::Build {
     let mut build = configured(cc::Build::new(), tree, includes);
     build.cpp(cpp);
+    // Without the cc crate's defaults the level is not added for us.
+    let level = opt.map_or_else(|| env::var("OPT_LEVEL").unwrap(), |l| l.to_string());
+    build.flag(format!("-O{}", if level == "z" { "s" } else { &level }));
     for flag in if cpp { &tree.flags.cxx } else { &tree.flags.c } {
         build.flag(flag);
     }

@@ -26,6 +26,112 @@ pub enum Generation {
     Current,
 }
 
+/// The kernels TFLM is built with: its reference kernels, or ARM's CMSIS-NN
+/// (what TFLM's Makefile builds for `OPTIMIZED_KERNEL_DIR=cmsis_nn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Kernels {
+    #[default]
+    Reference,
+    CmsisNn,
+}
+
+impl Kernels {
+    pub const ALL: [Kernels; 2] = [Kernels::Reference, Kernels::CmsisNn];
+
+    /// How settings, records and reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernels::Reference => "reference",
+            Kernels::CmsisNn => "cmsis-nn",
+        }
+    }
+
+    /// The kernel set [`Kernels::name`] names.
+    pub fn named(name: &str) -> Option<Kernels> {
+        Kernels::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// TFLM's `OPTIMIZED_KERNEL_DIR` for it.
+    fn optimized_kernel_dir(self) -> &'static str {
+        match self {
+            Kernels::Reference => "",
+            Kernels::CmsisNn => "cmsis_nn",
+        }
+    }
+}
+
+/// The `-m` options and device defines the Makefile of the tree at `root`
+/// gives the core `arch` (shell quoting removed): what [`cpu_flags`] must
+/// equal, which the harness's tests check.
+pub fn cpu_flags_in_makefile(root: &Path, arch: &str) -> Result<Vec<String>, String> {
+    let makefile = root.join("tensorflow/lite/micro/tools/make/Makefile");
+    let make = Make::read(root, &makefile, &make_settings(Kernels::Reference, arch))?;
+    let device = ["-DCPU_", "-DARMC", "-DCMSIS_DEVICE", "-DARM_MODEL_USE_PMU"];
+    Ok(make
+        .list("CXXFLAGS")?
+        .iter()
+        .map(|f| unquoted(f))
+        .filter(|f| f.starts_with("-m") || device.iter().any(|d| f.starts_with(d)))
+        .collect())
+}
+
+/// TFLM's name for a core (its Makefile's `TARGET_ARCH` for the generic
+/// Cortex-M target) given the board's CPU and whether its Rust target passes
+/// floats in FPU registers; an error names a combination TFLM's build has no
+/// name for.
+pub fn target_arch(cpu: &str, hard_float: bool) -> Result<String, String> {
+    Ok(match (cpu, hard_float) {
+        ("cortex-m0" | "cortex-m0plus" | "cortex-m3", false) => cpu.to_owned(),
+        ("cortex-m4" | "cortex-m7", true) => format!("{cpu}+fp"),
+        ("cortex-m4" | "cortex-m7", false) | ("cortex-m33" | "cortex-m55" | "cortex-m85", true) => cpu.to_owned(),
+        ("cortex-m55", false) => "cortex-m55+nofp".to_owned(),
+        _ => {
+            return Err(format!(
+                "TFLM's Cortex-M build has no {} {cpu}",
+                if hard_float { "hard-float" } else { "soft-float" }
+            ))
+        }
+    })
+}
+
+/// The compiler flags TFLM's generic Cortex-M build gives the core
+/// `arch` with the GNU toolchain (`targets/cortex_m_generic_makefile.inc`):
+/// the `-m` options and the device defines. Every tree is compiled with
+/// them, the 2020 one too, which has no such Makefile; a test keeps them
+/// equal to what the current tree's Makefile gives.
+pub fn cpu_flags(arch: &str) -> Result<Vec<String>, String> {
+    let (core, gcc_arch, float) = match arch {
+        "cortex-m0" => ("M0", arch, "soft"),
+        "cortex-m0plus" => ("M0plus", arch, "soft"),
+        "cortex-m3" => ("M3", arch, "soft"),
+        "cortex-m4" => ("M4", "cortex-m4+nofp", "soft"),
+        "cortex-m4+fp" => ("M4", "cortex-m4", "hard"),
+        "cortex-m7" => ("M7", "cortex-m7+nofp", "soft"),
+        "cortex-m7+fp" => ("M7", "cortex-m7", "hard"),
+        "cortex-m33" => ("M33", arch, "hard"),
+        "cortex-m55" => ("M55", arch, "hard"),
+        "cortex-m55+nofp" => ("M55", arch, "softfp"),
+        "cortex-m85" => ("M85", arch, "hard"),
+        _ => return Err(format!("`{arch}` is not a core TFLM's Cortex-M build knows")),
+    };
+    // TFLM's rules give the no-FPU M4 and M7 an FPU option they do not use.
+    let fpu = if matches!(arch, "cortex-m4" | "cortex-m7") { "fpv4-sp-d16" } else { "auto" };
+    let mut flags = vec![
+        format!("-mcpu={gcc_arch}"),
+        format!("-mfpu={fpu}"),
+        "-mthumb".to_owned(),
+        format!("-mfloat-abi={float}"),
+        "-mlittle-endian".to_owned(),
+        format!("-DCPU_{core}=1"),
+        format!("-DCMSIS_DEVICE_ARM_CORTEX_M_XX_HEADER_FILE=\"ARMC{core}.h\""),
+        format!("-DARMC{core}"),
+    ];
+    if matches!(core, "M55" | "M85") {
+        flags.push("-DARM_MODEL_USE_PMU_COUNTERS".to_owned());
+    }
+    Ok(flags)
+}
+
 /// The parts of TFLM's API that changed over its history, each read from
 /// the tree's headers; the shim is compiled for exactly these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -175,13 +281,29 @@ pub struct Tree {
     /// kernel is not found.
     pub absent: Vec<PathBuf>,
     pub flags: Flags,
+    /// The kernels it is built with; for CMSIS-NN, the library's C sources
+    /// (compiled as kernels are) and the include directories it adds.
+    pub kernels_set: Kernels,
+    pub third_party_kernels: Vec<PathBuf>,
+    pub kernel_includes: Vec<PathBuf>,
+    /// The core's flags ([`cpu_flags`]); none for a host.
+    pub cpu: Vec<String>,
 }
 
 impl Tree {
     /// The tree at `root`: a tflite-micro checkout with its downloads, a tree
     /// made by `create_tflm_tree.py`, or a directory laid out like the
-    /// `tfmicro` archive's `submodules/tensorflow`.
+    /// `tfmicro` archive's `submodules/tensorflow`; read for its reference
+    /// kernels on no particular core.
     pub fn at(root: &Path) -> Result<Tree, String> {
+        Tree::built(root, Kernels::Reference, None)
+    }
+
+    /// The tree at `root` as it is compiled with `kernels` for the core
+    /// `arch` (TFLM's `TARGET_ARCH`; None for a host). CMSIS-NN needs a
+    /// core, a tree with TFLM's CMSIS-NN kernels and their Makefile, and the
+    /// downloads that Makefile names.
+    pub fn built(root: &Path, kernels: Kernels, arch: Option<&str>) -> Result<Tree, String> {
         let micro = root.join("tensorflow/lite/micro");
         if !micro.join("micro_interpreter.h").is_file() {
             return Err(format!(
@@ -211,17 +333,59 @@ impl Tree {
                 third_party.display()
             ));
         }
+        let cpu = match arch {
+            Some(arch) => cpu_flags(arch).map_err(|why| format!("{}: {why}", root.display()))?,
+            None => Vec::new(),
+        };
+        let cmsis_nn = kernels == Kernels::CmsisNn;
+        if cmsis_nn {
+            let refusal = if arch.is_none() {
+                Some("CMSIS-NN's kernels are built for a Cortex-M core, not for a host".to_owned())
+            } else if generation == Generation::Tfmicro2020 {
+                Some(
+                    "hilmem builds CMSIS-NN's kernels from a tflite-micro checkout, not from the 2020 archive"
+                        .to_owned(),
+                )
+            } else if !micro.join("kernels/cmsis_nn").is_dir() || !makefile.is_file() {
+                Some("the tree has no CMSIS-NN kernels (tensorflow/lite/micro/kernels/cmsis_nn) or no Makefile to build them with".to_owned())
+            } else {
+                None
+            };
+            if let Some(why) = refusal {
+                return Err(format!("{}: kernels = \"cmsis-nn\": {why}", root.display()));
+            }
+        }
         let mut lacking = Vec::new();
-        let (core, kernels, flags) = if generation == Generation::Tfmicro2020 {
+        let (mut third_party_kernels, mut kernel_includes) = (Vec::new(), Vec::new());
+        let (core, kernels_list, flags) = if generation == Generation::Tfmicro2020 {
             let (core, kernels) = sources_2020(root);
             (core, kernels, flags_2020())
         } else if makefile.is_file() {
-            let make = Make::read(root, &makefile, MAKE_SETTINGS)
+            let settings = make_settings(kernels, arch.unwrap_or(DEFAULT_ARCH));
+            let make = Make::read(root, &makefile, &settings)
                 .map_err(|why| format!("{}: cannot read its Makefile: {why}", root.display()))?;
             let sources = |name: &str| {
                 let list = make.list(name).map_err(|why| format!("{}: {why}", root.display()))?;
                 Ok::<_, String>(list.into_iter().map(|s| root.join(s)).collect::<Vec<_>>())
             };
+            if cmsis_nn {
+                let absent: Vec<String> = ["CMSIS_PATH", "CMSIS_NN_PATH"]
+                    .iter()
+                    .map(|name| make.get(name).unwrap_or_default())
+                    .filter(|dir| dir.is_empty() || !root.join(dir).is_dir())
+                    .collect();
+                if !absent.is_empty() {
+                    return Err(format!(
+                        "{}: kernels = \"cmsis-nn\": the tree lacks CMSIS-NN's downloads ({}); fetch them with \
+                         `make -f tensorflow/lite/micro/tools/make/Makefile OPTIMIZED_KERNEL_DIR=cmsis_nn \
+                         third_party_downloads` in the tree",
+                        root.display(),
+                        absent.join(", ")
+                    ));
+                }
+                third_party_kernels = sources("THIRD_PARTY_KERNEL_CC_SRCS")?;
+                kernel_includes = make.includes(root)?;
+            }
             lacking = make.missing_downloads()?;
             let flags = |name: &str| make.flags(name).map_err(|why| format!("{}: {why}", root.display()));
             let flags = Flags { c: flags("CCFLAGS")?, cxx: flags("CXXFLAGS")? };
@@ -235,8 +399,20 @@ impl Tree {
                 root.display()
             ));
         };
-        let mut tree =
-            Tree { root: root.to_owned(), generation, api, third_party, core, kernels, absent: Vec::new(), flags };
+        let mut tree = Tree {
+            root: root.to_owned(),
+            generation,
+            api,
+            third_party,
+            core,
+            kernels: kernels_list,
+            absent: Vec::new(),
+            flags,
+            kernels_set: kernels,
+            third_party_kernels,
+            kernel_includes,
+            cpu,
+        };
         let left_out = |p: &PathBuf| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             p.ends_with("tensorflow/lite/micro/debug_log.cc")
@@ -323,6 +499,11 @@ impl Tree {
         if lib("kissfft").is_dir() && self.generation != Generation::Tfmicro2020 {
             dirs.push(lib("kissfft"));
         }
+        for dir in &self.kernel_includes {
+            if !dirs.contains(dir) {
+                dirs.push(dir.clone());
+            }
+        }
         dirs
     }
 
@@ -338,20 +519,28 @@ impl Tree {
 }
 
 /// The configuration the Makefile is read for: TFLM's generic Cortex-M
-/// target with the GNU toolchain and its reference kernels, a default
-/// build. (The architecture only chooses `-m` flags and device defines,
-/// which the board's target sets; the target's specialized files, its
-/// `debug_log.cc` and `micro_time.cc`, are left for the library's own.)
-const MAKE_SETTINGS: &[(&str, &str)] = &[
-    ("TENSORFLOW_ROOT", ""),
-    ("MAKEFILE_DIR", "tensorflow/lite/micro/tools/make"),
-    ("TARGET", "cortex_m_generic"),
-    ("TARGET_ARCH", "cortex-m7"),
-    ("TOOLCHAIN", "gcc"),
-    ("BUILD_TYPE", "default"),
-    ("OPTIMIZED_KERNEL_DIR", ""),
-    ("CO_PROCESSOR", ""),
-];
+/// target with the GNU toolchain, a default build, for the core `arch` and
+/// the kernel set. (The core's `-m` flags and device defines are
+/// [`cpu_flags`]'s; the target's specialized files, its `debug_log.cc` and
+/// `micro_time.cc`, are left for the library's own.)
+fn make_settings(kernels: Kernels, arch: &str) -> Vec<(&'static str, String)> {
+    [
+        ("TENSORFLOW_ROOT", ""),
+        ("MAKEFILE_DIR", "tensorflow/lite/micro/tools/make"),
+        ("TARGET", "cortex_m_generic"),
+        ("TARGET_ARCH", arch),
+        ("TOOLCHAIN", "gcc"),
+        ("BUILD_TYPE", "default"),
+        ("OPTIMIZED_KERNEL_DIR", kernels.optimized_kernel_dir()),
+        ("CO_PROCESSOR", ""),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_owned()))
+    .collect()
+}
+
+/// The core a tree is read for when it is compiled for a host.
+const DEFAULT_ARCH: &str = "cortex-m7+fp";
 
 /// A tree made by `create_tflm_tree.py` without its Makefile holds only
 /// the library: every source in `tensorflow/` (and `signal/`) is compiled,
@@ -424,8 +613,8 @@ struct Branch {
 }
 
 impl<'a> Make<'a> {
-    fn read(root: &'a Path, makefile: &Path, settings: &[(&'a str, &str)]) -> Result<Make<'a>, String> {
-        let vars = settings.iter().map(|(k, v)| (k.to_string(), Value::Simple(Ok(v.to_string())))).collect();
+    fn read<V: AsRef<str>>(root: &'a Path, makefile: &Path, settings: &[(&'a str, V)]) -> Result<Make<'a>, String> {
+        let vars = settings.iter().map(|(k, v)| (k.to_string(), Value::Simple(Ok(v.as_ref().to_owned())))).collect();
         let mut make = Make { root, vars, fixed: settings.iter().map(|(k, _)| *k).collect() };
         make.include(makefile, 0)?;
         Ok(make)
@@ -550,6 +739,18 @@ impl<'a> Make<'a> {
         Ok(headers.chain(base).filter(|h| !self.root.join(h).exists()).collect())
     }
 
+    /// The include directories the Makefile adds under its downloads
+    /// (`INCLUDES`, `-I` words unquoted as the shell would) that exist.
+    fn includes(&self, root: &Path) -> Result<Vec<PathBuf>, String> {
+        let downloads = root.join("tensorflow/lite/micro/tools/make/downloads");
+        Ok(self
+            .list("INCLUDES")?
+            .iter()
+            .filter_map(|word| unquoted(word).strip_prefix("-I").map(|dir| root.join(dir)))
+            .filter(|dir| dir.starts_with(&downloads) && dir.is_dir())
+            .collect())
+    }
+
     /// The flags of `name` (CXXFLAGS, CCFLAGS) that decide what the compiled
     /// objects are: the language standard, `-f` code generation options and
     /// the defines; not warnings, include paths, dependency files,
@@ -655,20 +856,39 @@ impl<'a> Make<'a> {
                     .collect::<Vec<_>>()
                     .join(" ")
             }
-            // A platform's specialized files (its `debug_log.cc`, its
-            // `micro_time.cc`) are the shim's and the board's business: the
-            // library's own sources stand.
             "call" if args.starts_with("substitute_specialized_implementations,") => {
-                self.expand(split_args(args).get(1).map_or("", String::as_str))?
+                let a = split_args(args);
+                let (base, dir) = (a.get(1).map_or("", String::as_str), a.get(2).map_or("", String::as_str));
+                self.specialized(&self.expand(base)?, self.expand(dir)?.trim())
             }
             "shell" if args.contains("specialize_files.py") => {
                 let base = args.split("--base_files").nth(1).and_then(|rest| rest.split('"').nth(1));
-                self.expand(base.ok_or_else(|| format!("`$(shell {args})`: no --base_files \"...\""))?)?
+                let base = base.ok_or_else(|| format!("`$(shell {args})`: no --base_files \"...\""))?;
+                let dir = args.split("--specialize_directory").nth(1).unwrap_or_default();
+                self.specialized(&self.expand(base)?, self.expand(dir)?.trim())
             }
             "shell" => self.shell(&self.expand(args)?)?,
             "info" | "warning" | "error" | "eval" => String::new(),
             _ => return Err(format!("`$({function} ...)` is not something hilmem can evaluate")),
         })
+    }
+
+    /// What TFLM's `specialize_files.py` makes of `base` (file paths) and
+    /// `dir`: each file replaced by `dir`'s file of the same name where it
+    /// has one. Only an optimized kernel directory (under `kernels/`)
+    /// specializes: a platform's files (its `debug_log.cc`, its
+    /// `micro_time.cc`) are the shim's and the board's business, and the
+    /// library's own sources stand.
+    fn specialized(&self, base: &str, dir: &str) -> String {
+        let dir = dir.trim_end_matches('/');
+        let kernels = dir.starts_with("tensorflow/lite/micro/kernels/") && self.root.join(dir).is_dir();
+        base.split_whitespace()
+            .map(|file| match file.rsplit('/').next() {
+                Some(name) if kernels && self.root.join(dir).join(name).is_file() => format!("{dir}/{name}"),
+                _ => file.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The two commands TFLM's Makefiles run to make a list or a name: `find
@@ -681,6 +901,20 @@ impl<'a> Make<'a> {
             return Ok(word.to_uppercase());
         }
         let unknown = || format!("`$(shell {command})` is not something hilmem can evaluate");
+        // The scripts that check an optimized kernel directory and fetch a
+        // library answer SUCCESS when the directory is there (a download
+        // hilmem never makes: without it the answer is unknown).
+        if let [script, dir, ..] = words.as_slice() {
+            let downloaded = script
+                .rsplit('/')
+                .next()
+                .and_then(|name| name.strip_suffix("_download.sh"))
+                .map(|lib| self.root.join(dir).join(lib));
+            let checked = script.ends_with("/check_optimized_kernel_dir.sh").then(|| self.root.join(dir));
+            if let Some(dir) = downloaded.or(checked) {
+                return if dir.is_dir() { Ok("SUCCESS".to_owned()) } else { Err(unknown()) };
+            }
+        }
         let ["find", dir, rest @ ..] = words.as_slice() else { return Err(unknown()) };
         let mut pruned = Vec::new();
         let mut extensions = Vec::new();
@@ -699,7 +933,9 @@ impl<'a> Make<'a> {
             i += if matches!(rest[i], "-path" | "-name") { 2 } else { 1 };
         }
         let extensions: Vec<&str> = extensions.iter().map(String::as_str).collect();
-        let found = walk(&self.root.join(dir), &extensions);
+        // `find` of a directory that is not there finds nothing.
+        let dir = self.root.join(dir);
+        let found = if dir.is_dir() { walk(&dir, &extensions) } else { Vec::new() };
         Ok(found
             .iter()
             .filter(|p| !pruned.iter().any(|d| p.starts_with(d)))
@@ -732,6 +968,23 @@ fn condition(make: &Make, line: &str) -> Option<bool> {
         }
         _ => None,
     }
+}
+
+/// A word as the shell passes it on: quotes removed, `\x` taken as `x`
+/// (`-D"ARMCM7"` is `-DARMCM7`; `-DX=\"ARMCM7.h\"` is `-DX="ARMCM7.h"`).
+fn unquoted(word: &str) -> String {
+    let mut out = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = word.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None | Some('"'), '\\') => out.extend(chars.next()),
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// The position of the bracket that closes the one `text` starts with.
@@ -920,23 +1173,28 @@ fn walk(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
     found
 }
 
-/// The TFLM tree: `HILMEM_TFLM_DIR`, or the bundled one.
-pub fn tflm_tree() -> Tree {
-    match env::var_os("HILMEM_TFLM_DIR") {
-        Some(dir) => Tree::at(Path::new(&dir)).unwrap_or_else(|e| panic!("HILMEM_TFLM_DIR: {e}")),
-        None => bundled_tree(),
-    }
+/// The TFLM tree (`HILMEM_TFLM_DIR`, or the bundled one) as it is compiled
+/// with `kernels` for the core `arch`.
+pub fn tflm_tree(kernels: Kernels, arch: Option<&str>) -> Tree {
+    let root = match env::var_os("HILMEM_TFLM_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => bundled_root().unwrap_or_else(|registry| panic!("{}", unpack_bundled(&registry))),
+    };
+    Tree::built(&root, kernels, arch).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What to do when the bundled archive is not unpacked under `registry`.
+fn unpack_bundled(registry: &Path) -> String {
+    format!(
+        "the TFLM source archive tfmicro-0.1.0 is not unpacked under {}; \
+         run `cargo fetch --manifest-path firmware/Cargo.toml` or set HILMEM_TFLM_DIR",
+        registry.display()
+    )
 }
 
 /// The tfmicro 0.1.0 archive cargo unpacked with the firmware's dependencies.
 pub fn bundled_tree() -> Tree {
-    let root = bundled_root().unwrap_or_else(|registry| {
-        panic!(
-            "the TFLM source archive tfmicro-0.1.0 is not unpacked under {}; \
-             run `cargo fetch --manifest-path firmware/Cargo.toml` or set HILMEM_TFLM_DIR",
-            registry.display()
-        )
-    });
+    let root = bundled_root().unwrap_or_else(|registry| panic!("{}", unpack_bundled(&registry)));
     Tree::at(&root).unwrap_or_else(|e| panic!("{e}"))
 }
 

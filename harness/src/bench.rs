@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use hilmem_protocol::Frame;
 
-use crate::model::tree::Generation;
+use crate::model::tree::{Generation, Kernels};
 use crate::run::measurement::SINGLE_FRAME;
 use crate::run::{self, ConfigError, Options};
 use crate::spec::board::{self, Board, Runner};
@@ -63,7 +63,7 @@ pub fn run(
     ws: &Workspace,
     jobs: usize,
     models_file: &Path,
-    tflm: Option<String>,
+    (tflm, kernels): (Option<String>, Option<Kernels>),
     progress: &mut dyn FnMut(&str),
 ) -> Result<BenchReport, BenchError> {
     let boards: Vec<Board> = board::load_all(ws)
@@ -79,6 +79,7 @@ pub fn run(
     options.models_file = models_file.to_owned();
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = Some(runtime.dir().map_or_else(|| "bundled".to_owned(), |d| d.display().to_string()));
+    options.kernels = kernels;
 
     progress("building every image (not timed)");
     let results = run::run(ws, &options, &|_| {})?;
@@ -103,7 +104,7 @@ pub fn run(
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {
-            let elf = firmware::elf_path(ws, board, &model.name, &runtime, Variant::Standard);
+            let elf = firmware::elf_path(ws, board, model, &runtime, Variant::Standard);
             bare += bare_run(board, &elf, &command_line)?;
         }
     }
@@ -323,6 +324,7 @@ pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, cra
                 name,
                 &crate::model::tflite::read(bytes)?,
                 Generation::Tfmicro2020,
+                crate::model::tail::cmsis_nn::KernelPath::Reference,
                 Planner::Greedy,
             )
         };

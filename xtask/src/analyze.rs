@@ -4,11 +4,12 @@
 use anyhow::{Context, Result};
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
+use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
 use harness::spec::models::{self, ModelSpec, SetSpec};
-use harness::spec::runtime::Runtime;
+use harness::spec::runtime::{Kernels, Runtime};
 use harness::{report, Workspace};
 
 use crate::exit;
@@ -31,6 +32,11 @@ pub struct Args {
     /// `planner` in the models file, else greedy].
     #[arg(long, value_parser = ["greedy", "linear", "offline"])]
     planner: Option<String>,
+    /// The kernels the predicted arena is for; `cmsis-nn` needs `--board`,
+    /// whose core decides CMSIS-NN's code path [default: the model's
+    /// `kernels` in the models file, else reference].
+    #[arg(long, value_parser = ["reference", "cmsis-nn"])]
+    kernels: Option<String>,
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -51,21 +57,33 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(set) = found.as_ref().and_then(|spec| Some((spec, spec.set.as_ref()?))) {
         return analyze_set(set, &runtime, args.format);
     }
-    let (path, planner) = match found {
-        Some(spec) => (spec.file, spec.planner),
-        None => (std::path::PathBuf::from(&args.model), Planner::Greedy),
+    let (path, planner, kernels) = match found {
+        Some(spec) => (spec.file, spec.planner, spec.kernels),
+        None => (std::path::PathBuf::from(&args.model), Planner::Greedy, Kernels::Reference),
     };
+    let kernels = args.kernels.as_deref().and_then(Kernels::named).unwrap_or(kernels);
+    let board = args.board.as_deref().map(|name| Board::load(&ws, name)).transpose()?;
+    if kernels == Kernels::CmsisNn {
+        runtime.builds(kernels).map_err(|why| anyhow::anyhow!("kernels = \"cmsis-nn\": {why}"))?;
+        if board.as_ref().is_none_or(|b| b.tflm_arch.is_none()) {
+            anyhow::bail!(
+                "kernels = \"cmsis-nn\": name a Cortex-M board with --board; its core decides CMSIS-NN's code path \
+                 and so the scratch buffers its kernels ask for"
+            );
+        }
+    }
+    let kernel_path = KernelPath::of(kernels, board.as_ref().and_then(|b| b.tflm_arch.as_deref()));
     let planner = match args.planner.as_deref() {
         Some(name) => *Planner::ALL.iter().find(|p| p.name() == name).expect("clap checks the name"),
         None => planner,
     };
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
-    let analysis = Analysis::of(&args.model, &model, runtime.generation(), planner)
+    let analysis = Analysis::of(&args.model, &model, runtime.generation(), kernel_path, planner)
         .with_context(|| format!("cannot analyse {} for {runtime}", path.display()))?;
     let unsupported = runtime.operators.missing(&model);
-    let fit = match &args.board {
-        Some(name) => Some(fit::fit(&analysis, &Board::load(&ws, name)?)?),
+    let fit = match &board {
+        Some(board) => Some(fit::fit(&analysis, board)?),
         None => None,
     };
     match args.format {
@@ -105,7 +123,10 @@ fn analyze_set((spec, set): (&ModelSpec, &SetSpec), runtime: &Runtime, format: F
     let mut members = Vec::new();
     for m in &set.models {
         let model = m.parse()?;
-        let analysis = Analysis::of(&m.name, &model.parsed, runtime.generation(), m.planner)
+        if m.kernels != Kernels::Reference {
+            anyhow::bail!("set `{}`: the analysis of a set is for the reference kernels", spec.name);
+        }
+        let analysis = Analysis::of(&m.name, &model.parsed, runtime.generation(), KernelPath::Reference, m.planner)
             .with_context(|| format!("cannot analyse model `{}` for {runtime}", m.name))?;
         members.push((analysis, model.parsed));
     }

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use harness::spec::models;
+use harness::spec::runtime::Kernels;
 use harness::{bench, Workspace};
 
 use crate::exit;
@@ -24,6 +25,9 @@ pub struct Args {
     /// weighed on the bundled TFLM's person_detection image.
     #[arg(long)]
     tflm: Option<String>,
+    /// The kernels of the timed run (as `hil --kernels`).
+    #[arg(long, value_parser = ["reference", "cmsis-nn"])]
+    kernels: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -63,7 +67,8 @@ pub fn run(args: Args) -> Result<i32> {
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let cost = bench::layer_cost(&ws, LAYER_COST_MODEL, &mut |line| eprintln!("{line}"))?;
     let models_file = args.config.unwrap_or_else(|| ws.models_file());
-    let report = bench::run(&ws, jobs, &models_file, args.tflm, &mut |line| eprintln!("{line}"))?;
+    let kernels = args.kernels.as_deref().and_then(Kernels::named);
+    let report = bench::run(&ws, jobs, &models_file, (args.tflm, kernels), &mut |line| eprintln!("{line}"))?;
     println!("runtime:           {}", report.runtime);
     println!("boards:            {}", report.boards.join(", "));
     println!("images:            {}", report.images);

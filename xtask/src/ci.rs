@@ -30,6 +30,10 @@ pub struct Args {
     /// The TFLM the emulated boards are measured on (as `hil --tflm`).
     #[arg(long)]
     tflm: Option<String>,
+    /// The kernels every image is built with (as `hil --kernels`); with
+    /// `cmsis-nn` the host board, which has no Cortex-M core, is left out.
+    #[arg(long, value_parser = ["reference", "cmsis-nn"])]
+    kernels: Option<String>,
 }
 
 /// CI's short stress pass: each test that drives a target this many times,
@@ -49,15 +53,28 @@ pub fn run(args: Args) -> Result<i32> {
     let xtask = std::env::current_exe().context("cannot find the xtask binary")?;
     let actionlint = doctor::actionlint(ws.root());
 
-    let mut hil = strings(&["hil", "--board", "all-emulated", "--against", &args.against, "--report"]);
-    hil.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
+    let boards = board::load_all(&ws)?;
+    let cmsis_nn = args.kernels.as_deref() == Some("cmsis-nn");
+    let mut hil = strings(&["hil", "--against", &args.against, "--report"]);
+    if cmsis_nn {
+        for board in boards.iter().filter(|b| b.is_emulated() && b.tflm_arch.is_some()) {
+            hil.extend(["--board".to_owned(), board.name.clone()]);
+        }
+    } else {
+        hil.extend(strings(&["--board", "all-emulated"]));
+    }
+    let settings: Vec<String> = [("--tflm", &args.tflm), ("--kernels", &args.kernels)]
+        .into_iter()
+        .flat_map(|(flag, value)| value.iter().flat_map(move |v| [flag.to_owned(), v.clone()]))
+        .collect();
+    hil.extend(settings.iter().cloned());
     // The boards behind a probe, which no hosted runner has, are built and
     // checked without running: their own results beside the emulated ones.
     let mut build_only = strings(&["hil", "--build-only", "--against", &args.against, "--out", BUILD_ONLY_OUT]);
-    for board in board::load_all(&ws)?.into_iter().filter(|b| !b.is_emulated()) {
+    for board in boards.into_iter().filter(|b| !b.is_emulated()) {
         build_only.extend(["--board".to_owned(), board.name]);
     }
-    build_only.extend(args.tflm.iter().flat_map(|tflm| ["--tflm".to_owned(), tflm.clone()]));
+    build_only.extend(settings);
     // The tests get the checkout as `xtask test --test-tflm` takes it (with
     // the history folder beside it, where there is one).
     let test_tflm: Vec<String> =

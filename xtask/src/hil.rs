@@ -7,6 +7,7 @@ use harness::report::page;
 use harness::run::{self, Event, Options};
 use harness::spec::board;
 use harness::spec::hardware::Selector;
+use harness::spec::runtime::Kernels;
 use harness::target::firmware::Variant;
 use harness::target::runner::noise::Noise;
 use harness::verdict::approval;
@@ -75,6 +76,12 @@ pub struct Args {
     /// file, else the bundled 2020 archive].
     #[arg(long)]
     tflm: Option<String>,
+    /// The kernels every model is built with: TFLM's `reference` kernels
+    /// or ARM's `cmsis-nn` (a tflite-micro checkout with its CMSIS-NN
+    /// downloads, a Cortex-M board) [default: the models file's `kernels`,
+    /// else reference].
+    #[arg(long, value_parser = ["reference", "cmsis-nn"])]
+    kernels: Option<String>,
     /// Run again, up to this many times, a run that failed on the way from
     /// the target (a corrupt frame, frames lost, a board that reset); a
     /// failed check is never run again.
@@ -143,6 +150,7 @@ pub fn run(args: Args) -> Result<i32> {
     options.frames = args.frames;
     options.arena_auto = args.arena.is_some();
     options.tflm = args.tflm;
+    options.kernels = args.kernels.as_deref().and_then(Kernels::named);
     if let Some(config) = args.config {
         options.models_file = config;
     }

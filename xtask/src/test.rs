@@ -178,7 +178,32 @@ fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
         bail!("--test-tflm {}: no TFLM tree, tflite-micro-* checkout or tflite-micro-*.tar.gz there", given.display());
     };
     let name = archive.file_name().and_then(|n| n.to_str()).unwrap().trim_end_matches(".tar.gz").to_owned();
-    unpack_once(archive, &root.join("target/tflm"), &name, |_| Ok(()))
+    let tree = unpack_once(archive, &root.join("target/tflm"), &name, |_| Ok(()))?;
+    with_cmsis_nn(given, &tree, &name)?;
+    Ok(tree)
+}
+
+/// The CMSIS-NN downloads of the checkout `name` (`cmsis-nn-for-NAME.tar.gz`
+/// beside its archive, which unpacks over it) put into `tree` once, where
+/// there is such an archive: unpacked aside, then moved in, `cmsis_nn`
+/// last, so that a tree with `downloads/cmsis_nn` has both.
+fn with_cmsis_nn(given: &Path, tree: &Path, name: &str) -> Result<()> {
+    let archive = given.join(format!("cmsis-nn-for-{name}.tar.gz"));
+    let downloads = Path::new(name).join("tensorflow/lite/micro/tools/make/downloads");
+    let into = tree.parent().unwrap().join(&downloads);
+    if !archive.is_file() || into.join("cmsis_nn").is_dir() {
+        return Ok(());
+    }
+    let scratch = tree.parent().unwrap().join(".partial-cmsis-nn");
+    let unpacked = unpack_once(&archive, &scratch, name, |_| Ok(()))?;
+    for lib in ["cmsis", "cmsis_nn"] {
+        let _ = std::fs::remove_dir_all(into.join(lib));
+        let from = unpacked.parent().unwrap().join(&downloads).join(lib);
+        std::fs::rename(&from, into.join(lib))
+            .with_context(|| format!("{} does not hold {}", archive.display(), from.display()))?;
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
 }
 
 /// The tree `archive` (a `.tar.gz` or `.tar.xz`) unpacks to, `dir/name`:

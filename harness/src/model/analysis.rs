@@ -6,6 +6,7 @@
 use crate::model::planner::{
     buffers, greedy, head_bytes, hilmem, linear_bytes, lower_bound, overlap, place, Buffer, Planner, Ties,
 };
+use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tail::{current, tfmicro2020};
 use crate::model::tflite::{self, Model, ReadError};
 use crate::model::tree::Generation;
@@ -35,6 +36,10 @@ pub struct Analysis {
     pub model: String,
     /// The TFLM generation predicted for: `2020` or `current`.
     pub tflm: &'static str,
+    /// The kernels predicted for: `reference`, or CMSIS-NN's on a code path.
+    pub kernels: String,
+    #[serde(skip)]
+    pub kernel_path: KernelPath,
     /// The converter's description, and the names of the metadata entries.
     pub description: Option<String>,
     pub metadata: Vec<String>,
@@ -114,7 +119,7 @@ impl SetAnalysis {
             if a.tflm == Generation::Current.name() {
                 let before = head + tail;
                 head = head.max(used - own_tail);
-                tail = if i == 0 { own_tail } else { current::predict_joining(model, tail)?.bytes };
+                tail = if i == 0 { own_tail } else { current::predict_joining(model, tail, a.kernel_path)?.bytes };
                 shared_parts.push(head + tail - before);
             }
         }
@@ -147,14 +152,24 @@ pub const BETWEEN: &str = "the analyzer models the allocator of the 2020 TFLM an
                            and its tail is not modelled";
 
 impl Analysis {
-    /// The analysis of `model` for a TFLM of generation `tflm` whose image
-    /// plans with `planner`. The 2020 TFLM has only its greedy planner and
-    /// reads no offline plan: for it, `planner` must be greedy.
-    pub fn of(name: &str, model: &Model, tflm: Generation, planner: Planner) -> Result<Analysis, ReadError> {
+    /// The analysis of `model` for a TFLM of generation `tflm` built with
+    /// `kernels`, whose image plans with `planner`. The 2020 TFLM has only
+    /// its greedy planner, reads no offline plan and is built with its
+    /// reference kernels.
+    pub fn of(
+        name: &str,
+        model: &Model,
+        tflm: Generation,
+        kernels: KernelPath,
+        planner: Planner,
+    ) -> Result<Analysis, ReadError> {
         let err = |why: String| ReadError { at: "plan", why };
         let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
         if tflm == Generation::Tfmicro2020 && planner != Planner::Greedy {
             return Err(err(format!("the 2020 TFLM has no {planner} planner")));
+        }
+        if tflm == Generation::Tfmicro2020 && kernels != KernelPath::Reference {
+            return Err(err("the 2020 TFLM is built with its reference kernels only".into()));
         }
         let mut caveats = Vec::new();
         // The planned buffers (with the kernels' scratch buffers), the tail,
@@ -178,13 +193,13 @@ impl Analysis {
                 caveats.push(format!("no arena prediction: {BETWEEN}; the head leaves out any scratch buffers"));
                 (buffers(model, &[])?, None, None)
             }
-            Generation::Current => match current::not_predicted(model) {
+            Generation::Current => match current::not_predicted(model, kernels) {
                 Some(why) => {
                     caveats.push(format!("no arena prediction: {why}; the head leaves out any scratch buffers"));
                     (buffers(model, &[])?, None, None)
                 }
                 None => {
-                    let tail = current::predict(model, current::Allocator::Plain, planner)?;
+                    let tail = current::predict(model, current::Allocator::Plain, planner, kernels)?;
                     caveats.push(LEAST_ARENA_CURRENT.to_owned());
                     (buffers(model, &tail.scratch)?, Some(tail.bytes), None)
                 }
@@ -234,6 +249,8 @@ impl Analysis {
         Ok(Analysis {
             model: name.to_owned(),
             tflm: tflm.name(),
+            kernels: kernels.name(),
+            kernel_path: kernels,
             description: model.description.clone(),
             metadata: model.metadata.iter().map(|(name, _)| name.clone()).collect(),
             operators: model
@@ -369,7 +386,14 @@ mod tests {
             buffers: vec![0, 64],
             offline_plan: None,
         };
-        Analysis::of("synthetic", &tflite::read(&tflite::write(&model)).unwrap(), tflm, Planner::Greedy).unwrap()
+        Analysis::of(
+            "synthetic",
+            &tflite::read(&tflite::write(&model)).unwrap(),
+            tflm,
+            KernelPath::Reference,
+            Planner::Greedy,
+        )
+        .unwrap()
     }
 
     fn offsets(a: &Analysis) -> Vec<(usize, usize, usize)> {
@@ -468,7 +492,7 @@ mod tests {
             buffers: vec![0],
             offline_plan: None,
         };
-        let a = Analysis::of("m", &model, Generation::Current, Planner::Greedy).unwrap();
+        let a = Analysis::of("m", &model, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
         assert_eq!((a.greedy_bytes, a.tail_bytes, a.predicted_arena_bytes), (32, None, None));
         assert!(a.caveats[0].contains("the kernels of MyOp allocate"), "{:?}", a.caveats);
     }
@@ -490,7 +514,9 @@ mod tests {
             buffers: vec![0],
             offline_plan: None,
         };
-        let e = Analysis::of("m", &model, Generation::Tfmicro2020, Planner::Greedy).unwrap_err().to_string();
+        let e = Analysis::of("m", &model, Generation::Tfmicro2020, KernelPath::Reference, Planner::Greedy)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tensor 2 (`dangling`)"), "{e}");
     }
 }

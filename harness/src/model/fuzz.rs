@@ -5,6 +5,7 @@
 use crate::fuzz::{kind, Damage, Subject};
 use crate::model::analysis::Analysis;
 use crate::model::planner::Planner;
+use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tflite;
 use crate::model::tree::Generation;
 
@@ -17,7 +18,7 @@ pub fn outcome(data: &[u8]) -> Option<String> {
     let error = match tflite::read(data) {
         Ok(model) => [Generation::Tfmicro2020, Generation::Current]
             .into_iter()
-            .find_map(|tflm| Analysis::of("fuzz", &model, tflm, Planner::Greedy).err())?,
+            .find_map(|tflm| Analysis::of("fuzz", &model, tflm, KernelPath::Reference, Planner::Greedy).err())?,
         Err(e) => e,
     };
     Some(kind(&error.to_string()))

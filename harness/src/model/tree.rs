@@ -117,6 +117,69 @@ mod tests {
         assert!(unknown.contains("UNKNOWN") && unknown.contains("$(shell uname -m)"), "{unknown}");
     }
 
+    /// `OPTIMIZED_KERNEL_DIR=cmsis_nn` read as make reads it: each kernel of
+    /// the optimized directory replaces the reference one of the same name,
+    /// the library's sources and include directories come from its
+    /// `ext_libs` file, quoted includes are unquoted; without the downloads
+    /// the download script's answer is unknown and the tree is refused,
+    /// naming them.
+    #[test]
+    fn an_optimized_kernel_directory_specializes_the_kernels() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let make = "tensorflow/lite/micro/tools/make";
+        for file in ["tensorflow/lite/micro/kernels/conv.cc", "tensorflow/lite/micro/kernels/add.cc"] {
+            write(root, file, "");
+        }
+        write(root, "tensorflow/lite/micro/kernels/cmsis_nn/conv.cc", "");
+        write(
+            root,
+            &format!("{make}/Makefile"),
+            "DOWNLOADS_DIR := $(MAKEFILE_DIR)/downloads\n\
+             MICROLITE_CC_KERNEL_SRCS := tensorflow/lite/micro/kernels/add.cc tensorflow/lite/micro/kernels/conv.cc\n\
+             CORE = M7\n\
+             ARM_CPU := \"ARMC$(CORE)\"\n\
+             INCLUDES := -I. -I$(DOWNLOADS_DIR)/cmsis/Device/$(ARM_CPU)/Include\n\
+             ifneq ($(OPTIMIZED_KERNEL_DIR),)\n\
+             \x20 include $(MAKEFILE_DIR)/ext_libs/$(OPTIMIZED_KERNEL_DIR).inc\n\
+             \x20 MICROLITE_CC_KERNEL_SRCS := $(shell python3 $(MAKEFILE_DIR)/specialize_files.py \\\n\
+             \x20   --base_files \"$(MICROLITE_CC_KERNEL_SRCS)\" \\\n\
+             \x20   --specialize_directory tensorflow/lite/micro/kernels/$(OPTIMIZED_KERNEL_DIR))\n\
+             endif\n",
+        );
+        write(
+            root,
+            &format!("{make}/ext_libs/cmsis_nn.inc"),
+            "CMSIS_PATH := $(DOWNLOADS_DIR)/cmsis\n\
+             DOWNLOAD_RESULT := $(shell $(MAKEFILE_DIR)/ext_libs/cmsis_download.sh ${DOWNLOADS_DIR} ${TENSORFLOW_ROOT})\n\
+             ifneq ($(DOWNLOAD_RESULT), SUCCESS)\n  $(error no CMSIS)\nendif\n\
+             SOURCES := $(shell find $(CMSIS_PATH)/Source -name \"*.c\")\n\
+             INCLUDES += -I$(CMSIS_PATH)/Include\n",
+        );
+        let settings = make_settings(Kernels::CmsisNn, "cortex-m7+fp");
+        let read = || Make::read(root, &root.join(make).join("Makefile"), &settings).unwrap();
+        assert_eq!(
+            read().list("MICROLITE_CC_KERNEL_SRCS").unwrap(),
+            ["tensorflow/lite/micro/kernels/add.cc", "tensorflow/lite/micro/kernels/cmsis_nn/conv.cc"]
+        );
+        let unknown = read().list("DOWNLOAD_RESULT").unwrap_err();
+        assert!(unknown.contains("cmsis_download.sh"), "{unknown}");
+        assert_eq!(read().list("SOURCES").unwrap(), Vec::<String>::new(), "find of a missing directory");
+        write(root, &format!("{make}/downloads/cmsis/Source/a/arm_x.c"), "");
+        for dir in ["Include", "Device/ARMCM7/Include"] {
+            fs::create_dir_all(root.join(make).join("downloads/cmsis").join(dir)).unwrap();
+        }
+        let make_read = read();
+        assert_eq!(make_read.list("DOWNLOAD_RESULT").unwrap(), ["SUCCESS"]);
+        assert_eq!(make_read.list("SOURCES").unwrap(), [format!("{make}/downloads/cmsis/Source/a/arm_x.c")]);
+        let downloads = root.join(make).join("downloads/cmsis");
+        assert_eq!(
+            make_read.includes(root).unwrap(),
+            [downloads.join("Device/ARMCM7/Include"), downloads.join("Include")]
+        );
+        assert_eq!(unquoted("-DX=\\\"\"ARMCM7\".h\\\""), "-DX=\"ARMCM7.h\"");
+    }
+
     /// The API is read from the headers, each part on its own: a tree that
     /// mixes them as no TFLM did is still read part by part.
     #[test]

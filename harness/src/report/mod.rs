@@ -228,20 +228,24 @@ fn value(v: Option<i64>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
 
-/// What a comparison says first when the TFLM changed: one line per change
-/// (`TFLM changed: A → B`), with the boards and models it applies to.
+/// What a comparison says first when the TFLM or the kernels changed: one
+/// line per change (`TFLM changed: A → B`, `kernels changed: reference →
+/// cmsis-nn`), with the boards and models it applies to.
 pub fn runtime_changes(c: &Comparison) -> Vec<String> {
-    let mut changes: Vec<(&str, &str, Vec<String>)> = Vec::new();
+    let mut changes: Vec<(&str, &str, &str, Vec<String>)> = Vec::new();
     for change in &c.runtime_changes {
         let image = format!("{}/{}", change.board, change.model);
-        match changes.iter_mut().find(|(from, to, _)| *from == change.from && *to == change.to) {
-            Some((_, _, images)) => images.push(image),
-            None => changes.push((&change.from, &change.to, vec![image])),
+        let same = |(what, from, to, _): &&mut (&str, &str, &str, Vec<String>)| {
+            *what == change.what && *from == change.from && *to == change.to
+        };
+        match changes.iter_mut().find(same) {
+            Some((_, _, _, images)) => images.push(image),
+            None => changes.push((&change.what, &change.from, &change.to, vec![image])),
         }
     }
     changes
         .into_iter()
-        .map(|(from, to, images)| format!("TFLM changed: {from} → {to} ({})", images.join(", ")))
+        .map(|(what, from, to, images)| format!("{what} changed: {from} → {to} ({})", images.join(", ")))
         .collect()
 }
 

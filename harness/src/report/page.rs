@@ -11,11 +11,12 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::model::analysis::Analysis;
-use crate::model::tree::Generation;
+use crate::model::tail::cmsis_nn::KernelPath;
+use crate::model::tree::{Generation, Kernels};
 use crate::report::svg::{bytes, escape, Chart};
 use crate::report::{cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label};
 use crate::run::measurement::{metric, Measurement, BUILD};
-use crate::run::results::Results;
+use crate::run::results::{Image, Results};
 use crate::spec::board::{Board, Layout};
 use crate::spec::models;
 use crate::verdict::baseline;
@@ -60,21 +61,28 @@ pub fn gather(
     let mut notes = Vec::new();
     let mut analyses = Vec::new();
     let specs = models::load(models_file).map(|f| f.models).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
-    // Each model once, for the TFLM it ran on.
-    let mut run_models: Vec<(&str, &str)> = Vec::new();
+    // Each model once, for the TFLM, kernels and board of its first image.
+    let mut run_models: Vec<&Image> = Vec::new();
     for image in &results.images {
-        if !run_models.iter().any(|(model, _)| *model == image.model) {
-            run_models.push((&image.model, &image.tflm_generation));
+        if !run_models.iter().any(|i| i.model == image.model) {
+            run_models.push(image);
         }
     }
-    for (name, generation) in run_models {
+    for image in run_models {
+        let (name, generation) = (image.model.as_str(), image.tflm_generation.as_str());
         // A set's models have their layouts where they run as models.
         let Some(spec) = specs.iter().find(|s| s.name == name && s.set.is_none()) else { continue };
         let tflm = Generation::named(generation).ok_or_else(|| format!("unknown TFLM generation `{generation}`"));
-        match tflm
-            .and_then(|tflm| Ok((tflm, spec.parse().map_err(|e| e.to_string())?)))
-            .and_then(|(tflm, model)| Analysis::of(name, &model.parsed, tflm, spec.planner).map_err(|e| e.to_string()))
-        {
+        let kernels = match (Kernels::named(&image.kernels), Board::load(ws, &image.board)) {
+            (Some(kernels), Ok(board)) => Ok(KernelPath::of(kernels, board.tflm_arch.as_deref())),
+            (None, _) => Err(format!("unknown kernel set `{}`", image.kernels)),
+            (_, Err(e)) => Err(e.to_string()),
+        };
+        match tflm.and_then(|tflm| Ok((tflm, kernels?, spec.parse().map_err(|e| e.to_string())?))).and_then(
+            |(tflm, kernels, model)| {
+                Analysis::of(name, &model.parsed, tflm, kernels, spec.planner).map_err(|e| e.to_string())
+            },
+        ) {
             Ok(a) => analyses.push(a),
             Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
         }

@@ -21,8 +21,8 @@ use crate::run::measurement::{runs_for, Measurement, BUILD, DEFAULT_FRAMES, SCEN
 use crate::run::record::{context, record, tflm_breakdown, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError, Runner};
-use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError};
-use crate::spec::runtime::{Generation, Runtime, RuntimeError};
+use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
+use crate::spec::runtime::{Generation, Kernels, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
 use crate::target::firmware::{self, BuildError, Firmware, Variant};
 use crate::target::runner::probe::{self, DryRun, DryRunError};
@@ -79,6 +79,8 @@ pub struct Options {
     /// `--tflm`: the TFLM to build against (a path, or `bundled`), over
     /// `HILMEM_TFLM_DIR` and the models file's `[tflm] path`.
     pub tflm: Option<String>,
+    /// `--kernels`: the kernel set of every model, over the models file's.
+    pub kernels: Option<Kernels>,
     /// Runs that failed on the way from the target (a corrupt frame, frames
     /// lost, a board that reset) are run again up to this many times.
     pub retries: u32,
@@ -95,6 +97,16 @@ pub const NOT_RUN: &str = "not_run";
 pub const TRIES: &str = "tries";
 
 impl Options {
+    /// The models file with `--kernels` applied, and the runtime chosen.
+    pub fn load(&self) -> Result<(ModelsFile, Runtime), ConfigError> {
+        let mut loaded = models::load(&self.models_file)?;
+        if let Some(kernels) = self.kernels {
+            loaded = loaded.with_kernels(kernels);
+        }
+        let runtime = loaded.runtime(self.tflm.clone())?;
+        Ok((loaded, runtime))
+    }
+
     /// All models of `hil.toml` and all scenarios on `boards`, building first,
     /// as many boards at once as there are cores.
     pub fn new(ws: &Workspace, boards: Vec<String>) -> Options {
@@ -111,6 +123,7 @@ impl Options {
             variant: Variant::Standard,
             arena_auto: false,
             tflm: None,
+            kernels: None,
             retries: 0,
             repeat: 1,
             build_only: false,
@@ -177,8 +190,7 @@ pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, Bo
 pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
     let boards = resolve_boards(ws, &options.boards)?;
     let file = &options.models_file;
-    let loaded = models::load(file)?;
-    let runtime = loaded.runtime(options.tflm.clone())?;
+    let (loaded, runtime) = options.load()?;
     let mut models = models::select(loaded.models, &options.models, file)?;
     if options.arena_auto {
         // A shared arena keeps its size; separate ones are their models'.
@@ -436,16 +448,15 @@ pub fn dry_run(ws: &Workspace, options: &Options) -> Result<Vec<Deploy>, ConfigE
     if let Some(board) = boards.iter().find(|b| !matches!(b.runner, Runner::ProbeRs { .. })) {
         return Err(ConfigError::NotDeployed(board.name.clone()));
     }
-    let loaded = models::load(&options.models_file)?;
-    let runtime = loaded.runtime(options.tflm.clone())?;
+    let (loaded, runtime) = options.load()?;
     let models = models::select(loaded.models, &options.models, &options.models_file)?;
     let mut deploys = Vec::new();
     for board in &boards {
         let Runner::ProbeRs { chip, probe } = &board.runner else { continue };
         for model in &models {
-            let elf = firmware::elf_path(ws, board, &model.name, &runtime, Variant::Standard);
-            let expected =
-                firmware::identity(&board.name, &model.name, runtime.dir().map(|_| runtime.identity.as_str()));
+            let elf = firmware::elf_path(ws, board, model, &runtime, Variant::Standard);
+            let tflm = firmware::tflm_identity(&runtime, model.kernels);
+            let expected = firmware::identity(&board.name, &model.name, tflm.as_deref());
             let plan = match elf::identity(&elf) {
                 Err(e) => Err(DryRunError::from(e)),
                 Ok(found) if found != expected => Err(DryRunError::WrongImage { elf: elf.clone(), found, expected }),

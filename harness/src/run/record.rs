@@ -294,14 +294,14 @@ pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Prediction, 
     let spec = &model.spec;
     let (predicted, caveats, least) = match &spec.set {
         None => {
-            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, spec.planner)?;
+            let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, firmware.kernels, spec.planner)?;
             (analysis.predicted_arena_bytes, analysis.caveats, analysis.minimum_arena_bytes)
         }
         Some(set) => {
             let analyses = model
                 .residents
                 .iter()
-                .map(|m| Analysis::of(&m.spec.name, &m.parsed, firmware.tflm, m.spec.planner))
+                .map(|m| Analysis::of(&m.spec.name, &m.parsed, firmware.tflm, firmware.kernels, m.spec.planner))
                 .collect::<Result<Vec<_>, _>>()?;
             let members: Vec<_> = analyses.iter().zip(&model.residents).map(|(a, m)| (a, &m.parsed)).collect();
             let predicted = SetAnalysis::of(&members)?.and_then(|s| s.bytes(set.sharing));
@@ -377,6 +377,7 @@ mod tests {
             model_bytes: model.bytes.len() as u64,
             tflm: Generation::Tfmicro2020,
             tflm_identity: None,
+            kernels: Default::default(),
         };
         let sizes = ImageSizes {
             flash_bytes: Some(102_096),

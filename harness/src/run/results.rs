@@ -11,7 +11,7 @@ use crate::fsutil::write_atomic;
 use crate::run::measurement::Measurement;
 use crate::spec::board::Board;
 use crate::spec::models::{Model, ModelsError};
-use crate::spec::runtime::{Generation, Runtime};
+use crate::spec::runtime::{Generation, Kernels, Runtime};
 
 /// A board, model and scenario that produced no measurement, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,9 +34,18 @@ pub struct Image {
     /// `current`.
     #[serde(default = "tfmicro2020")]
     pub tflm_generation: String,
+    /// The kernels it was built with: `reference` or `cmsis-nn`.
+    #[serde(default = "reference")]
+    pub kernels: String,
     pub rustc: String,
     pub target: String,
     pub arena_bytes: u32,
+}
+
+/// What results and baselines written before they named the kernels ran
+/// on.
+fn reference() -> String {
+    Kernels::Reference.name().to_owned()
 }
 
 /// What results and baselines written before they named the generation
@@ -54,6 +63,7 @@ impl Image {
             model_sha256: sha,
             tflm: runtime.identity.clone(),
             tflm_generation: runtime.generation().name().to_owned(),
+            kernels: model.spec.kernels.name().to_owned(),
             rustc: rustc.to_owned(),
             target: board.target.clone(),
             arena_bytes: model.arena_bytes(board, runtime.generation())?,
@@ -68,6 +78,7 @@ impl Image {
             model_sha256: self.model_sha256.clone(),
             tflm: self.tflm.clone(),
             tflm_generation: self.tflm_generation.clone(),
+            kernels: self.kernels.clone(),
             rustc: self.rustc.clone(),
             target: self.target.clone(),
             arena_bytes: self.arena_bytes,
@@ -126,6 +137,9 @@ pub struct Meta {
     /// Its generation: `2020`, `between` or `current`.
     #[serde(default = "tfmicro2020")]
     pub tflm_generation: String,
+    /// Its kernels: `reference` or `cmsis-nn`.
+    #[serde(default = "reference")]
+    pub kernels: String,
     /// The Rust compiler that built it.
     pub rustc: String,
     /// Build settings that change the figures.

@@ -9,6 +9,7 @@ use std::time::Duration;
 pub use arena::budget::{Budget, Gate};
 use serde::Deserialize;
 
+use crate::model::tree::target_arch;
 use crate::spec::hardware::{Cpu, QemuMachine, Selector, CPUS, QEMU_MACHINES};
 use crate::strict_toml::{self, TomlError};
 use crate::Workspace;
@@ -34,6 +35,9 @@ pub struct Board {
     /// Rust target triple of the firmware.
     pub target: String,
     pub cpu: Cpu,
+    /// The core as TFLM's Cortex-M build names it (its `TARGET_ARCH`,
+    /// which decides the C compiler's flags); None for a host board.
+    pub tflm_arch: Option<String>,
     pub runner: Runner,
     pub transport: Transport,
     pub layout: Layout,
@@ -305,6 +309,10 @@ fn validate(name: &str, file: &Path, raw: RawBoard) -> Result<Board, BoardError>
     if raw.timeout_secs == 0 {
         return Err(invalid("timeout_secs", "must be at least 1".into()));
     }
+    let tflm_arch = match raw.runner {
+        Runner::Host => None,
+        _ => Some(target_arch(cpu.name, raw.target.ends_with("eabihf")).map_err(|why| invalid("cpu", why))?),
+    };
 
     match (&raw.runner, &raw.transport) {
         (Runner::Qemu { .. }, Transport::Stdio | Transport::Pty)
@@ -385,6 +393,7 @@ fn validate(name: &str, file: &Path, raw: RawBoard) -> Result<Board, BoardError>
         description: raw.description,
         target: raw.target,
         cpu,
+        tflm_arch,
         runner: raw.runner,
         transport: raw.transport,
         layout,

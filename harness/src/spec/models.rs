@@ -8,10 +8,11 @@ use serde::Deserialize;
 
 use crate::model::analysis::{Analysis, Sharing};
 use crate::model::planner::Planner;
+use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tflite;
 use crate::spec::board::Board;
 use crate::spec::fit;
-use crate::spec::runtime::{Choice, Generation, Runtime, RuntimeError};
+use crate::spec::runtime::{Choice, Generation, Kernels, Runtime, RuntimeError};
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,8 @@ pub enum ModelsError {
     OfflinePlan { model: String, path: PathBuf, why: String },
     #[error("set `{set}`: `arena = \"shared\"` needs a current TFLM's multi-tenant allocation; {runtime} has none (use \"separate\")")]
     Shared { set: String, runtime: String },
+    #[error("model `{model}`: `kernels = \"{kernels}\"`: {why}")]
+    Kernels { model: String, kernels: &'static str, why: String },
 }
 
 /// The size of the firmware's tensor arena.
@@ -59,6 +62,8 @@ pub struct ModelSpec {
     pub arena: Arena,
     /// How the image's TFLM plans the arena head.
     pub planner: Planner,
+    /// The kernels the image's TFLM is built with.
+    pub kernels: Kernels,
     pub inputs: Vec<InputSpec>,
     /// The update the concurrent-OTA scenario delivers while this model runs.
     pub ota: OtaSpec,
@@ -146,11 +151,31 @@ pub struct ModelsFile {
     pub tflm: Option<PathBuf>,
 }
 
+/// A kernel set as a models file or the command line names it.
+pub fn kernels_named(name: &str) -> Result<Kernels, String> {
+    Kernels::named(name).ok_or_else(|| {
+        let known: Vec<&str> = Kernels::ALL.iter().map(|k| k.name()).collect();
+        format!("`{name}` is not a kernel set ({})", known.join(", "))
+    })
+}
+
 impl ModelsFile {
     /// The TFLM a run of this file builds with: `flag` (`--tflm`), else
     /// `HILMEM_TFLM_DIR`, else the file's `[tflm] path`, else the bundled one.
     pub fn runtime(&self, flag: Option<String>) -> Result<Runtime, RuntimeError> {
         Choice { flag, config: self.tflm.clone().map(|path| (self.file.clone(), path)) }.resolve()
+    }
+
+    /// Every model (and every member of a set) built with `kernels`, as
+    /// `--kernels` asks.
+    pub fn with_kernels(mut self, kernels: Kernels) -> ModelsFile {
+        for model in &mut self.models {
+            model.kernels = kernels;
+            for member in model.set.iter_mut().flat_map(|s| &mut s.models) {
+                member.kernels = kernels;
+            }
+        }
+        self
     }
 }
 
@@ -181,7 +206,9 @@ pub const MAX_SET_MODELS: usize = 4;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTflm {
-    path: PathBuf,
+    path: Option<PathBuf>,
+    /// The kernel set of every model that does not name its own.
+    kernels: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -192,6 +219,7 @@ struct RawModel {
     arena_bytes: RawArena,
     #[serde(default)]
     planner: Planner,
+    kernels: Option<String>,
     #[serde(rename = "input", default)]
     inputs: Vec<RawInput>,
     ota: Option<RawOta>,
@@ -249,9 +277,17 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
     let invalid = |key: String, why: &str| ModelsError::Invalid { file: file.to_owned(), key, why: why.to_owned() };
     let mut seen = BTreeSet::new();
     let mut models = Vec::new();
+    let default_kernels = match raw.tflm.as_ref().and_then(|t| t.kernels.as_deref()) {
+        Some(name) => kernels_named(name).map_err(|why| invalid("tflm.kernels".into(), &why))?,
+        None => Kernels::Reference,
+    };
     for (m, raw_model) in raw.models.into_iter().enumerate() {
         let key = |k: &str| format!("model[{m}].{k}");
         new_name(&raw_model.name, &mut seen).map_err(|why| invalid(key("name"), &why))?;
+        let kernels = match raw_model.kernels.as_deref() {
+            Some(name) => kernels_named(name).map_err(|why| invalid(key("kernels"), &why))?,
+            None => default_kernels,
+        };
         let arena = match raw_model.arena_bytes {
             RawArena::Word(w) if w == "auto" => Arena::Auto,
             RawArena::Word(w) => return Err(invalid(key("arena_bytes"), &format!("`{w}`: give bytes or \"auto\""))),
@@ -297,6 +333,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             file: base.join(raw_model.file),
             arena,
             planner: raw_model.planner,
+            kernels,
             inputs,
             ota: raw_model.ota,
         });
@@ -313,6 +350,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             file: model.file.clone(),
             arena: model.arena,
             planner: model.planner,
+            kernels: model.kernels,
             inputs: model.inputs.clone(),
             ota,
             set: None,
@@ -324,7 +362,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
         let set = set_spec(&raw_set, &specs).map_err(|(k, why)| invalid(key(k), &why))?;
         specs.push(set);
     }
-    Ok(ModelsFile { file: file.to_owned(), models: specs, tflm: raw.tflm.map(|t| base.join(t.path)) })
+    Ok(ModelsFile { file: file.to_owned(), models: specs, tflm: raw.tflm.and_then(|t| t.path).map(|p| base.join(p)) })
 }
 
 /// A `[[set]]` of the models in `models`, as the spec it runs under.
@@ -341,6 +379,17 @@ fn set_spec(raw: &RawSet, models: &[ModelSpec]) -> Result<ModelSpec, (&'static s
             .ok_or_else(|| ("models", format!("`{name}` is not a model of this file ({})", known())))?;
         if members.iter().any(|m| &m.name == name) {
             return Err(("models", format!("`{name}` is named twice")));
+        }
+        if members.first().is_some_and(|first| first.kernels != model.kernels) {
+            return Err((
+                "models",
+                format!(
+                    "`{name}` is built with the {} kernels, `{}` with the {}: one image has one kernel set",
+                    model.kernels.name(),
+                    members[0].name,
+                    members[0].kernels.name()
+                ),
+            ));
         }
         if members.first().is_some_and(|first| first.planner != model.planner) {
             return Err((
@@ -385,6 +434,7 @@ struct Partial {
     file: PathBuf,
     arena: Arena,
     planner: Planner,
+    kernels: Kernels,
     inputs: Vec<InputSpec>,
     ota: Option<RawOta>,
 }
@@ -480,6 +530,11 @@ impl ModelSpec {
         if !missing.is_empty() {
             return Err(unsupported(&self.ota.model, &self.ota.file, missing));
         }
+        runtime.builds(self.kernels).map_err(|why| ModelsError::Kernels {
+            model: self.name.clone(),
+            kernels: self.kernels.name(),
+            why,
+        })?;
         // Another planner, and a shared arena, need an allocator that is
         // given its planner (the shim builds it).
         let mut model = match (self.planner, runtime.planner_given()) {
@@ -542,8 +597,11 @@ impl Model {
         if self.parsed.subgraphs.len() != 1 {
             return Err(refuse(format!("it has {} subgraphs; hilmem plans one", self.parsed.subgraphs.len())));
         }
-        let analysis = Analysis::of(&self.spec.name, &self.parsed, Generation::Current, Planner::Offline)
-            .map_err(|e| refuse(e.to_string()))?;
+        // The plan places tensors only; TFLM places any kernel's scratch
+        // buffers around it, whichever kernels the image has.
+        let analysis =
+            Analysis::of(&self.spec.name, &self.parsed, Generation::Current, KernelPath::Reference, Planner::Offline)
+                .map_err(|e| refuse(e.to_string()))?;
         let bytes =
             tflite::with_offline_plan(&self.bytes, &analysis.offline_plan).map_err(|e| refuse(e.to_string()))?;
         let parsed = tflite::read(&bytes).map_err(|e| refuse(e.to_string()))?;
@@ -552,14 +610,23 @@ impl Model {
 
     /// The arena to build for `board` and a TFLM of generation `tflm`: as
     /// configured, or for "auto" the analyzer's suggestion for the board.
+    /// CMSIS-NN's kernels need a Cortex-M board.
     pub fn arena_bytes(&self, board: &Board, tflm: Generation) -> Result<u32, ModelsError> {
+        if self.spec.kernels == Kernels::CmsisNn && board.tflm_arch.is_none() {
+            return Err(ModelsError::Kernels {
+                model: self.spec.name.clone(),
+                kernels: self.spec.kernels.name(),
+                why: format!("board `{}` is a host; CMSIS-NN's kernels are built for a Cortex-M core", board.name),
+            });
+        }
         if self.spec.set.as_ref().is_some_and(|set| set.sharing == Sharing::Separate) {
             return self.residents.iter().map(|m| m.arena_bytes(board, tflm)).sum();
         }
         match self.spec.arena {
             Arena::Bytes(bytes) => Ok(bytes),
             Arena::Auto => {
-                let analysis = Analysis::of(&self.spec.name, &self.parsed, tflm, self.spec.planner)
+                let kernels = KernelPath::of(self.spec.kernels, board.tflm_arch.as_deref());
+                let analysis = Analysis::of(&self.spec.name, &self.parsed, tflm, kernels, self.spec.planner)
                     .map_err(|e| not_tflite(&self.spec.name, &self.spec.file, e))?;
                 let fit = fit::fit(&analysis, board)
                     .map_err(|source| ModelsError::Auto { model: self.spec.name.clone(), source })?;
@@ -764,7 +831,8 @@ expect_class = 2
         assert_eq!(spec.arena, Arena::Auto);
         let board = |name| Board::load(&ws, name).unwrap();
         let parsed = tflite::read(&std::fs::read(&hello).unwrap()).unwrap();
-        let analysis = Analysis::of("m", &parsed, Generation::Tfmicro2020, Planner::Greedy).unwrap();
+        let analysis =
+            Analysis::of("m", &parsed, Generation::Tfmicro2020, KernelPath::Reference, Planner::Greedy).unwrap();
         let model = spec.read(&Runtime::bundled()).unwrap();
         let m7 = model.arena_bytes(&board("qemu-m7"), Generation::Tfmicro2020).unwrap();
         assert_eq!(m7 as usize, fit::fit(&analysis, &board("qemu-m7")).unwrap().suggested_arena_bytes);
@@ -930,6 +998,7 @@ expect_class = 2
             file: path,
             arena: Arena::Bytes(64),
             planner: Planner::Greedy,
+            kernels: Kernels::Reference,
             inputs: vec![],
             ota,
             set: None,

@@ -12,7 +12,11 @@ use sha2::{Digest, Sha256};
 use crate::gitrepo;
 use crate::model::registry::Operators;
 
-pub use crate::model::tree::{bundled_tree, Generation, Tree};
+pub use crate::model::tree::{bundled_tree, Generation, Kernels, Tree};
+
+/// The core a tree's kernels are checked for before any board is built
+/// (the downloads a kernel set needs are the same for every core).
+const CHECKED_ARCH: &str = "cortex-m7+fp";
 
 /// What a run's records say for the bundled archive.
 pub const BUNDLED: &str = "tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)";
@@ -103,6 +107,20 @@ impl Runtime {
     /// can an image plan with another planner or share an arena.
     pub fn planner_given(&self) -> bool {
         self.tree.as_ref().is_some_and(|t| t.api.planner_given)
+    }
+
+    /// Whether images can be built with `kernels`: CMSIS-NN needs a checkout
+    /// with TFLM's CMSIS-NN kernels and their downloads; the error says
+    /// what is missing.
+    pub fn builds(&self, kernels: Kernels) -> Result<(), String> {
+        match (kernels, &self.tree) {
+            (Kernels::Reference, _) => Ok(()),
+            (Kernels::CmsisNn, None) => Err(format!(
+                "the bundled TFLM ({BUNDLED}) is built with its reference kernels only; give a tflite-micro checkout \
+                 with its CMSIS-NN downloads (--tflm)"
+            )),
+            (Kernels::CmsisNn, Some(tree)) => Tree::built(&tree.root, kernels, Some(CHECKED_ARCH)).map(|_| ()),
+        }
     }
 
     /// The tree to hand the firmware's build; None for the bundled archive.

@@ -19,6 +19,9 @@ use crate::target::elf::{in_flash, Image, ImageSizes, ARENA_SECTION, ARENA_SYMBO
 
 /// TFLM's interpreter, allocator, planners and the helpers kernels share.
 pub const TFLM_CORE: &str = "tflm-core";
+/// ARM's CMSIS-NN library, which TFLM's CMSIS-NN kernels call (its sources
+/// are all named `arm_*`).
+pub const CMSIS_NN: &str = "cmsis-nn";
 /// One TFLM kernel, by the operators it registers: `kernel:CONV_2D`.
 pub const KERNEL: &str = "kernel:";
 /// The Rust firmware and arena layer (with the Rust core library and the
@@ -64,6 +67,7 @@ pub fn describe(component: &str) -> String {
     }
     match component {
         TFLM_CORE => "TFLM core",
+        CMSIS_NN => "CMSIS-NN library",
         FIRMWARE => "Rust firmware, arena layer and shim",
         MODEL => "model data",
         UPDATE_PACKAGE => "update package",
@@ -261,6 +265,9 @@ impl Kernels {
             return MERGED.to_owned();
         }
         if let Some(stem) = Self::tflm_object(&input.object) {
+            if stem.starts_with("arm_") {
+                return CMSIS_NN.to_owned();
+            }
             // A kernel's own helpers (`conv_common`) go with the kernel.
             let kernel = self.0.get(stem).map(|_| stem).or_else(|| {
                 let owners =

@@ -212,6 +212,7 @@ mod tests {
                 model_sha256: "ab".into(),
                 tflm: "tfmicro-0.1.0".into(),
                 tflm_generation: "2020".into(),
+                kernels: "reference".into(),
                 rustc: "rustc 1.95.0".into(),
                 target: "thumbv7em-none-eabihf".into(),
                 arena_bytes: 3072,

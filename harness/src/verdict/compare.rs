@@ -129,20 +129,28 @@ impl Row {
 pub struct Comparison {
     /// Where the baselines were read: `work tree` or a git revision.
     pub against: String,
-    /// Images built with another TFLM than their baseline was measured on.
+    /// Images built with another TFLM, or other kernels, than their
+    /// baseline was measured on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime_changes: Vec<RuntimeChange>,
     pub rows: Vec<Row>,
 }
 
-/// A board and model whose baseline was measured on TFLM `from` and whose
-/// image now runs TFLM `to`.
+/// A board and model whose baseline was measured on TFLM (or kernels)
+/// `from` and whose image now runs `to`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuntimeChange {
     pub board: String,
     pub model: String,
+    /// What changed: `TFLM` or `kernels`.
+    #[serde(default = "tflm")]
+    pub what: String,
     pub from: String,
     pub to: String,
+}
+
+fn tflm() -> String {
+    "TFLM".to_owned()
 }
 
 impl Comparison {
@@ -227,13 +235,19 @@ pub fn compare(results: &Results, source: &Source, policy: &Policy) -> Result<Co
         if !baselines.contains_key(&key) {
             baselines.insert(key.clone(), source.load(&image.board, &image.model)?);
         }
-        if let Some(baseline) = baselines[&key].as_ref().filter(|b| b.meta.tflm != image.tflm) {
-            runtime_changes.push(RuntimeChange {
-                board: image.board.clone(),
-                model: image.model.clone(),
-                from: baseline.meta.tflm.clone(),
-                to: image.tflm.clone(),
-            });
+        let Some(baseline) = baselines[&key].as_ref() else { continue };
+        for (what, from, to) in
+            [("TFLM", &baseline.meta.tflm, &image.tflm), ("kernels", &baseline.meta.kernels, &image.kernels)]
+        {
+            if from != to {
+                runtime_changes.push(RuntimeChange {
+                    board: image.board.clone(),
+                    model: image.model.clone(),
+                    what: what.to_owned(),
+                    from: from.clone(),
+                    to: to.clone(),
+                });
+            }
         }
     }
     let against = match source {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use harness::bench::branching_model;
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
+use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::tfmicro2020 as tail;
 use harness::model::tail::Layout;
 use harness::model::tflm_ops;
@@ -132,7 +133,9 @@ fn the_tail_layouts_match_the_bundled_tflm() {
 fn the_prediction_is_what_tflm_does_on_the_board() {
     let board = default_board();
     for name in EXAMPLE_MODELS {
-        let analysis = Analysis::of(name, &model(name).parsed, Generation::Tfmicro2020, Planner::Greedy).unwrap();
+        let analysis =
+            Analysis::of(name, &model(name).parsed, Generation::Tfmicro2020, KernelPath::Reference, Planner::Greedy)
+                .unwrap();
         let (record, run) = measure(&board, name, SINGLE_FRAME);
         let as_i64 = |bytes: Option<usize>| bytes.map(|b| b as i64);
         assert_eq!(analysis.greedy_bytes as i64, printed_by_tflm(&run, "Head usage: "), "{name} head");
@@ -165,8 +168,10 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
             models.join(file).display()
         )
     };
-    let analysis =
-        |name: &str| Analysis::of(name, &model(name).parsed, Generation::Tfmicro2020, Planner::Greedy).unwrap();
+    let analysis = |name: &str| {
+        Analysis::of(name, &model(name).parsed, Generation::Tfmicro2020, KernelPath::Reference, Planner::Greedy)
+            .unwrap()
+    };
     let least = |name: &str| analysis(name).minimum_arena_bytes.unwrap();
     let (hello, speech) = (least("hello_world"), least("micro_speech"));
     let hello_input = "values = [0.5]";

@@ -125,6 +125,7 @@ fn fixture() -> (Results, Comparison) {
     let comparison = Comparison {
         against: "HEAD~1".into(),
         runtime_changes: vec![RuntimeChange {
+            what: "TFLM".into(),
             board: "qemu-m7".into(),
             model: "hello_world".into(),
             from: "tfmicro 0.1.0 (TensorFlow 33689c48ad, May 2020)".into(),

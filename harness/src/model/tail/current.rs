@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use super::cmsis_nn::{self, KernelPath};
 use super::{layout, Layout, Tail};
 use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
 use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
@@ -235,19 +236,36 @@ impl Recorder {
     }
 }
 
-/// The known kernel of an operator code (none for a custom operator).
-fn kernel_of(code: &OperatorCode) -> Option<&'static Kernel> {
-    KERNELS.iter().find(|k| code.custom.is_none() && k.code == code.builtin)
+/// The known kernel of an operator code among `kernels` (none for a custom
+/// operator, or for a CMSIS-NN kernel the prediction does not know on that
+/// code path).
+fn kernel_of(code: &OperatorCode, kernels: KernelPath) -> Option<&'static Kernel> {
+    if code.custom.is_some() {
+        return None;
+    }
+    match kernels {
+        KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
+            cmsis_nn::kernel(code.builtin, path)
+        }
+        _ => KERNELS.iter().find(|k| k.code == code.builtin),
+    }
 }
 
-/// Why no prediction is made for `model`, when there is a reason.
-pub fn not_predicted(model: &Model) -> Option<String> {
+/// Why no prediction is made for `model` with `kernels`, when there is a
+/// reason.
+pub fn not_predicted(model: &Model, kernels: KernelPath) -> Option<String> {
     if model.subgraphs.len() > 1 {
         return Some(format!("the model has {} subgraphs; the prediction covers one", model.subgraphs.len()));
     }
     let mut unknown: Vec<String> = Vec::new();
-    for code in model.operator_codes.iter().filter(|c| kernel_of(c).is_none()) {
+    for code in model.operator_codes.iter().filter(|c| kernel_of(c, kernels).is_none()) {
         let name = code.custom.clone().unwrap_or_else(|| tflite::builtin_name(code.builtin).to_owned());
+        let name = match kernels {
+            KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
+                format!("CMSIS-NN's {name} ({})", path.name())
+            }
+            _ => name,
+        };
         if !unknown.contains(&name) {
             unknown.push(name);
         }
@@ -257,33 +275,39 @@ pub fn not_predicted(model: &Model) -> Option<String> {
     })
 }
 
-/// The persistent tail TFLM allocates for `model` over `allocator`, whose
-/// operators all have a kernel in [`KERNELS`] (see [`not_predicted`]).
-pub fn predict(model: &Model, allocator: Allocator, planner: Planner) -> Result<Prediction, ReadError> {
+/// The persistent tail TFLM allocates for `model` over `allocator` with
+/// `kernels`, whose operators all have a kernel the prediction knows (see
+/// [`not_predicted`]).
+pub fn predict(
+    model: &Model,
+    allocator: Allocator,
+    planner: Planner,
+    kernels: KernelPath,
+) -> Result<Prediction, ReadError> {
     let mut tail = Recorder::default();
     for object in allocator.objects(planner) {
         tail.place(None, object, 1);
     }
-    replay(model, tail)
+    replay(model, tail, kernels)
 }
 
 /// The tail once `model` has joined an arena whose allocator already holds
 /// `before` bytes of other models' tail (TFLM's multi-tenant allocation):
 /// its allocations follow on from there, and the allocator's objects are
 /// not made again.
-pub fn predict_joining(model: &Model, before: usize) -> Result<Prediction, ReadError> {
-    replay(model, Recorder { tail: Tail(before), recorded: BTreeMap::new() })
+pub fn predict_joining(model: &Model, before: usize, kernels: KernelPath) -> Result<Prediction, ReadError> {
+    replay(model, Recorder { tail: Tail(before), recorded: BTreeMap::new() }, kernels)
 }
 
-/// `model`'s allocations, from where `tail` stands.
-fn replay(model: &Model, mut tail: Recorder) -> Result<Prediction, ReadError> {
+/// `model`'s allocations with `kernels`, from where `tail` stands.
+fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<Prediction, ReadError> {
     let err = |why: String| ReadError { at: "tail", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
     let tensor = |i: i32| usize::try_from(i).ok().and_then(|i| sg.tensors.get(i));
     let mut kernels = Vec::with_capacity(sg.operators.len());
     for op in &sg.operators {
         let code = model.operator_codes.get(op.opcode_index as usize);
-        let kernel = code.and_then(kernel_of);
+        let kernel = code.and_then(|c| kernel_of(c, kernel_path));
         kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
     }
     for object in [BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS] {

@@ -4,6 +4,7 @@
 //! C++ types as arm-none-eabi-g++ lays them out (tests compile the types and
 //! check every entry) and the order its allocator and kernels follow.
 
+pub mod cmsis_nn;
 pub mod current;
 pub mod tfmicro2020;
 

@@ -142,6 +142,7 @@ fn every_pair_of_runtimes_is_compared_naming_the_change_and_what_moved() {
         for (to, after) in runtimes.iter().zip(&measured).skip(i + 1) {
             let comparison = compare::compare(after, &Source::WorkTree(baselines.clone()), &policy).unwrap();
             let change = RuntimeChange {
+                what: "TFLM".into(),
                 board: DEFAULT_BOARD.into(),
                 model: "hello_world".into(),
                 from: from.identity.clone(),

@@ -8,6 +8,7 @@ use std::path::Path;
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::registry::Operator;
+use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::current;
 use harness::run::measurement::{metric, Measurement, Recorded, RECORDED, SINGLE_FRAME};
 use harness::run::{self, Options};
@@ -20,6 +21,7 @@ use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 
 use crate::support::{self, board, printed_by_tflm, ran, ws, TIMEOUT};
 
+mod cmsis_nn;
 mod history;
 mod planners;
 mod resident;
@@ -96,6 +98,7 @@ fn hello_world_runs_on_the_current_tflm_and_the_comparison_names_the_change() {
     let comparison =
         compare::compare(&results, &Source::WorkTree(baselines.clone()), &Policy::load(&baselines).unwrap()).unwrap();
     let change = RuntimeChange {
+        what: "TFLM".into(),
         board: DEFAULT_BOARD.into(),
         model: "hello_world".into(),
         from: BUNDLED.into(),
@@ -144,14 +147,18 @@ fn the_current_example_models_answer_right_on_the_m7_and_the_host() {
         // 64-bit host has no prediction.
         if record.board == DEFAULT_BOARD {
             let model = file.models.iter().find(|m| m.name == record.model).unwrap().parse().unwrap();
-            let a = Analysis::of(&record.model, &model.parsed, Generation::Current, Planner::Greedy).unwrap();
+            let a =
+                Analysis::of(&record.model, &model.parsed, Generation::Current, KernelPath::Reference, Planner::Greedy)
+                    .unwrap();
             let predicted = (a.greedy_bytes as i64, a.tail_bytes.map(|b| b as i64));
             assert_eq!(predicted, (m[metric::ARENA_HEAD_BYTES], Some(m[metric::ARENA_TAIL_BYTES])), "{}", record.model);
             assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{}", record.model);
             // TFLM's recording allocator, in its own image: its tail, and
             // every allocation type's bytes and count, as predicted.
             let breakdown = record.tflm_breakdown.as_ref().expect("TFLM's breakdown on a current TFLM");
-            let predicted = current::predict(&model.parsed, current::Allocator::Recording, Planner::Greedy).unwrap();
+            let predicted =
+                current::predict(&model.parsed, current::Allocator::Recording, Planner::Greedy, KernelPath::Reference)
+                    .unwrap();
             assert_eq!(predicted.bytes as i64, breakdown.tail_bytes, "{} recording tail", record.model);
             for name in RECORDED {
                 let p = predicted.recorded.get(name).copied().unwrap_or_default();
@@ -233,9 +240,10 @@ fn the_arena_is_what_tflms_threshold_test_expects() {
                 // On 32-bit targets the test only bounds it from above, by
                 // 3%; the analyzer predicts it exactly.
                 assert!(model_only * 100 <= only_total * 103, "{name} on {}: {model_only} bytes", board.name);
-                let predicted = Analysis::of(name, &model.parsed, Generation::Current, Planner::Greedy)
-                    .unwrap()
-                    .predicted_arena_bytes;
+                let predicted =
+                    Analysis::of(name, &model.parsed, Generation::Current, KernelPath::Reference, Planner::Greedy)
+                        .unwrap()
+                        .predicted_arena_bytes;
                 assert_eq!(predicted, Some(used as usize), "{name} on {}", board.name);
             }
         }
@@ -255,7 +263,8 @@ fn tflms_person_detection_model_is_predicted_exactly() {
     let firmware = firmware::build(&ws(), &board, &model, &runtime, Variant::Standard, &mut |_| {})
         .unwrap_or_else(|e| panic!("{e}"));
     let run = support::run(&board, &model, &firmware, SINGLE_FRAME, TIMEOUT);
-    let a = Analysis::of("person_detect", &model.parsed, Generation::Current, Planner::Greedy).unwrap();
+    let a = Analysis::of("person_detect", &model.parsed, Generation::Current, KernelPath::Reference, Planner::Greedy)
+        .unwrap();
     let measured = (printed_by_tflm(&run, "Head usage: "), printed_by_tflm(&run, "Tail usage: "));
     assert_eq!((a.greedy_bytes as i64, a.tail_bytes.map(|b| b as i64).unwrap()), measured);
     assert_eq!(a.predicted_arena_bytes, Some(run.session.metrics[metric::ARENA_USED_BYTES] as usize));

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
+use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::run::measurement::{metric, Measurement};
 use harness::spec::runtime::Generation;
@@ -78,7 +79,8 @@ fn each_planner_measures_what_it_predicts() {
         assert_eq!(details(Planner::Offline), details(Planner::Greedy), "{name}: the same answers");
         assert!(used(name, Planner::Offline) <= used(name, Planner::Greedy), "{name}");
         assert!(used(name, Planner::Linear) > used(name, Planner::Greedy), "{name}");
-        let analysis = Analysis::of(name, &parsed, Generation::Current, Planner::Offline).unwrap();
+        let analysis =
+            Analysis::of(name, &parsed, Generation::Current, KernelPath::Reference, Planner::Offline).unwrap();
         let saved = (analysis.greedy_bytes - analysis.hilmem_bytes) as i64;
         assert_eq!(used(name, Planner::Greedy) - used(name, Planner::Offline), saved, "{name}");
         if *name == "branching" {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
+use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::run::measurement::{metric, Measurement, MULTI_MODEL, SINGLE_FRAME};
 use harness::run::{self, Options};
@@ -52,7 +53,8 @@ fn a_resident_pair_shares_an_arena_for_less_than_two() {
 
     let member = |name: &str| {
         let parsed = tflite::read(&std::fs::read(models.join(format!("{name}.tflite"))).unwrap()).unwrap();
-        let analysis = Analysis::of(name, &parsed, Generation::Current, Planner::Greedy).unwrap();
+        let analysis =
+            Analysis::of(name, &parsed, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
         (analysis, parsed)
     };
     let (wand, hello) = (member("magic_wand"), member("hello_world"));
