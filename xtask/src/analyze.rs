@@ -82,9 +82,12 @@ pub fn run(args: Args) -> Result<i32> {
     let analysis = Analysis::of(&args.model, &model, runtime.generation(), kernel_path, planner)
         .with_context(|| format!("cannot analyse {} for {runtime}", path.display()))?;
     let unsupported = runtime.operators.missing(&model);
-    let fit = match &board {
-        Some(board) => Some(fit::fit(&analysis, board)?),
-        None => None,
+    // Where the least arena is not predicted the fit is not either; the
+    // analysis still stands, and the run says why.
+    let (fit, no_fit) = match board.as_ref().map(|board| fit::fit(&analysis, board)) {
+        Some(Ok(fit)) => (Some(fit), None),
+        Some(Err(why)) => (None, Some(why.to_string())),
+        None => (None, None),
     };
     match args.format {
         Format::Table => {
@@ -96,6 +99,9 @@ pub fn run(args: Args) -> Result<i32> {
             if let Some(fit) = &fit {
                 println!("{}", report::fit(fit));
             }
+            if let Some(why) = &no_fit {
+                println!("fit: not predicted: {why}");
+            }
         }
         Format::Json => {
             // The analysis, the runtime's verdict, and the fit when a board was given.
@@ -104,6 +110,9 @@ pub fn run(args: Args) -> Result<i32> {
             output["unsupported"] = unsupported.clone().into();
             if let Some(fit) = &fit {
                 output["fit"] = serde_json::to_value(fit).expect("fit serializes");
+            }
+            if let Some(why) = &no_fit {
+                output["fit_not_predicted"] = why.clone().into();
             }
             println!("{}", serde_json::to_string_pretty(&output).expect("analysis serializes"));
         }

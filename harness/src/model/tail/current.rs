@@ -59,6 +59,13 @@ enum Prepare {
     /// Scratch buffers: 4 bytes per batch and filter, and for an int8 input
     /// 4 bytes per batch and unit (the output's two dimensions).
     Svdf,
+    /// CMSIS-NN's FULLY_CONNECTED: as `PerChannelWhenQuantized`, then the
+    /// buffer `arm_fully_connected_s8_get_buffer_size` asks for (4 bytes
+    /// per output channel on the MVE path, none on the others), kept in the
+    /// tail with the kernel sums (`KERNELS_OPTIMIZED_FOR_SPEED`) since
+    /// filter and bias are constant ([`cmsis_nn::unmodelled`] leaves the
+    /// other cases out).
+    CmsisNnFullyConnected { mve: bool },
 }
 
 /// A kernel of the reference set: its builtin code, the options struct its
@@ -76,6 +83,8 @@ const fn kernel(code: i32, options: Option<Layout>, op_data: Option<Layout>, pre
 }
 
 const POOL_PARAMS: Layout = layout("TfLitePoolParams", 40, 4);
+const FULLY_CONNECTED_PARAMS: Layout = layout("TfLiteFullyConnectedParams", 5, 1);
+const OP_DATA_FULLY_CONNECTED: Layout = layout("tflite::OpDataFullyConnected", 48, 4);
 const OP_DATA_CONV: Layout = layout("tflite::OpDataConv", 56, 4);
 const OP_DATA_POOLING: Layout = layout("tflite::OpDataPooling", 32, 4);
 
@@ -86,12 +95,7 @@ pub const KERNELS: &[Kernel] = &[
     kernel(3, Some(layout("TfLiteConvParams", 28, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
     kernel(4, Some(layout("TfLiteDepthwiseConvParams", 28, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
     kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
-    kernel(
-        9,
-        Some(layout("TfLiteFullyConnectedParams", 5, 1)),
-        Some(layout("tflite::OpDataFullyConnected", 48, 4)),
-        Prepare::PerChannelWhenQuantized,
-    ),
+    kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(OP_DATA_FULLY_CONNECTED), Prepare::PerChannelWhenQuantized),
     kernel(17, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
     kernel(22, Some(layout("TfLiteReshapeParams", 36, 4)), None, Prepare::Nothing),
     kernel(
@@ -112,6 +116,20 @@ pub const KERNELS: &[Kernel] = &[
     kernel(83, Some(layout("TfLitePackParams", 8, 4)), None, Prepare::Nothing),
     kernel(114, None, Some(layout("tflite::OpDataQuantizeReference", 32, 8)), Prepare::Nothing),
 ];
+
+/// CMSIS-NN's kernels whose allocations the prediction knows, on the
+/// scalar or DSP code path and on the MVE path. The `OpData` of
+/// `kernels/cmsis_nn/fully_connected.cc` is the reference one followed by
+/// two buffer indices, the kernel sums' pointer and three dimensions.
+const CMSIS_NN_KERNELS: [&[Kernel]; 2] = [
+    &[kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED), Prepare::CmsisNnFullyConnected {
+        mve: false,
+    })],
+    &[kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED), Prepare::CmsisNnFullyConnected {
+        mve: true,
+    })],
+];
+const CMSIS_NN_OP_DATA_FULLY_CONNECTED: Layout = layout("tflite::cmsis_nn::OpData (fully_connected.cc)", 72, 4);
 
 /// The headers (and one source, for a type private to it) that declare
 /// every type of the prediction, for the test that compiles them.
@@ -245,7 +263,7 @@ fn kernel_of(code: &OperatorCode, kernels: KernelPath) -> Option<&'static Kernel
     }
     match kernels {
         KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
-            cmsis_nn::kernel(code.builtin, path)
+            CMSIS_NN_KERNELS[usize::from(path == cmsis_nn::Path::Mve)].iter().find(|k| k.code == code.builtin)
         }
         _ => KERNELS.iter().find(|k| k.code == code.builtin),
     }
@@ -256,6 +274,11 @@ fn kernel_of(code: &OperatorCode, kernels: KernelPath) -> Option<&'static Kernel
 pub fn not_predicted(model: &Model, kernels: KernelPath) -> Option<String> {
     if model.subgraphs.len() > 1 {
         return Some(format!("the model has {} subgraphs; the prediction covers one", model.subgraphs.len()));
+    }
+    if let KernelPath::CmsisNn(path) = kernels {
+        if let Some(why) = cmsis_nn::unmodelled(model, path) {
+            return Some(why);
+        }
     }
     let mut unknown: Vec<String> = Vec::new();
     for code in model.operator_codes.iter().filter(|c| kernel_of(c, kernels).is_none()) {
@@ -341,14 +364,21 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                     request(elements(filter)?);
                 }
             }
-            Prepare::PerChannelWhenQuantized => {
+            Prepare::PerChannelWhenQuantized | Prepare::CmsisNnFullyConnected { .. } => {
                 let (input, filter) =
                     (input(0).ok_or_else(|| missing("input"))?, input(1).ok_or_else(|| missing("filter"))?);
                 if input.kind != FLOAT32 && filter.quantization.scale.len() > 1 {
                     per_channel(filter.quantization.scale.len());
                 }
-                if filter.kind == INT4 {
-                    request(elements(filter)?);
+                match kernel.prepare {
+                    Prepare::CmsisNnFullyConnected { mve: true } if input.kind == INT8 && filter.kind == INT8 => {
+                        let output = output.ok_or_else(|| missing("output"))?;
+                        let channels = output.shape.last().and_then(|&d| usize::try_from(d).ok()).unwrap_or(0);
+                        tail.persistent_buffer(4 * channels);
+                    }
+                    Prepare::CmsisNnFullyConnected { .. } => {}
+                    _ if filter.kind == INT4 => request(elements(filter)?),
+                    _ => {}
                 }
             }
             Prepare::Int16Tables => {
