@@ -82,11 +82,13 @@ pub fn run(args: Args) -> Result<i32> {
     let analysis = Analysis::of(&args.model, &model, runtime.generation(), kernel_path, planner)
         .with_context(|| format!("cannot analyse {} for {runtime}", path.display()))?;
     let unsupported = runtime.operators.missing(&model);
-    // Where the least arena is not predicted the fit is not either; the
-    // analysis still stands, and the run says why.
+    // Where the model's least arena is not predicted the fit is not either;
+    // the analysis still stands, and the run says why. A board the
+    // prediction is not for is an error.
     let (fit, no_fit) = match board.as_ref().map(|board| fit::fit(&analysis, board)) {
         Some(Ok(fit)) => (Some(fit), None),
-        Some(Err(why)) => (None, Some(why.to_string())),
+        Some(Err(why @ fit::NotPredicted::Model { .. })) => (None, Some(why.to_string())),
+        Some(Err(e)) => return Err(e.into()),
         None => (None, None),
     };
     match args.format {
