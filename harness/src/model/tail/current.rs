@@ -65,7 +65,9 @@ enum Prepare {
     /// tail with the kernel sums (`KERNELS_OPTIMIZED_FOR_SPEED`) since
     /// filter and bias are constant ([`cmsis_nn::unmodelled`] leaves the
     /// other cases out).
-    CmsisNnFullyConnected { mve: bool },
+    CmsisNnFullyConnected {
+        mve: bool,
+    },
 }
 
 /// A kernel of the reference set: its builtin code, the options struct its
@@ -122,12 +124,18 @@ pub const KERNELS: &[Kernel] = &[
 /// `kernels/cmsis_nn/fully_connected.cc` is the reference one followed by
 /// two buffer indices, the kernel sums' pointer and three dimensions.
 const CMSIS_NN_KERNELS: [&[Kernel]; 2] = [
-    &[kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED), Prepare::CmsisNnFullyConnected {
-        mve: false,
-    })],
-    &[kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED), Prepare::CmsisNnFullyConnected {
-        mve: true,
-    })],
+    &[kernel(
+        9,
+        Some(FULLY_CONNECTED_PARAMS),
+        Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED),
+        Prepare::CmsisNnFullyConnected { mve: false },
+    )],
+    &[kernel(
+        9,
+        Some(FULLY_CONNECTED_PARAMS),
+        Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED),
+        Prepare::CmsisNnFullyConnected { mve: true },
+    )],
 ];
 const CMSIS_NN_OP_DATA_FULLY_CONNECTED: Layout = layout("tflite::cmsis_nn::OpData (fully_connected.cc)", 72, 4);
 
