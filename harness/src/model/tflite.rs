@@ -250,6 +250,36 @@ pub struct Operator {
     /// only the type, and the writer writes a table of that type with every
     /// option at its default.
     pub options: u8,
+    /// The window of a convolution (`Conv2DOptions`,
+    /// `DepthwiseConv2DOptions`), which sizes CMSIS-NN's scratch buffers.
+    pub window: Option<Window>,
+}
+
+/// How a convolution slides over its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// `SAME` padding (else `VALID`).
+    pub same: bool,
+    /// Height and width.
+    pub stride: [i32; 2],
+    pub dilation: [i32; 2],
+}
+
+/// The builtin options types that are a convolution's: `Conv2DOptions`
+/// and `DepthwiseConv2DOptions`.
+pub const CONV_OPTIONS: u8 = 1;
+pub const DEPTHWISE_CONV_OPTIONS: u8 = 2;
+
+impl Window {
+    /// The vtable fields of the options table of type `options` that hold
+    /// padding, stride width and height, and dilation width and height.
+    pub fn fields(options: u8) -> Option<[usize; 5]> {
+        match options {
+            CONV_OPTIONS => Some([0, 1, 2, 4, 5]),
+            DEPTHWISE_CONV_OPTIONS => Some([0, 1, 2, 5, 6]),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -330,11 +360,21 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                 .tables(3)?
                 .into_iter()
                 .map(|op| {
+                    let options = op.scalar_u8(3, 0)?;
+                    let window = match (Window::fields(options), op.table(4)?) {
+                        (Some([padding, stride_w, stride_h, dilation_w, dilation_h]), Some(o)) => Some(Window {
+                            same: o.scalar_u8(padding, 0)? == 0,
+                            stride: [o.scalar_i32(stride_h, 0)?, o.scalar_i32(stride_w, 0)?],
+                            dilation: [o.scalar_i32(dilation_h, 1)?, o.scalar_i32(dilation_w, 1)?],
+                        }),
+                        _ => None,
+                    };
                     Ok(Operator {
                         opcode_index: op.scalar_u32(0, 0)?,
                         inputs: op.i32s(1)?,
                         outputs: op.i32s(2)?,
-                        options: op.scalar_u8(3, 0)?,
+                        options,
+                        window,
                     })
                 })
                 .collect::<Result<Vec<_>, ReadError>>()?;

@@ -95,10 +95,11 @@ fn model_file(relu: bool) -> Vec<u8> {
         is_variable: false,
         quantization: Quantization::default(),
     };
-    let mut operators = vec![Operator { opcode_index: 0, inputs: vec![0, 0], outputs: vec![1], options: 11 }];
+    let mut operators =
+        vec![Operator { opcode_index: 0, inputs: vec![0, 0], outputs: vec![1], options: 11, window: None }];
     let mut codes = vec![OperatorCode { builtin: 0, custom: None, version: 1 }];
     if relu {
-        operators.push(Operator { opcode_index: 1, inputs: vec![1], outputs: vec![2], options: 0 });
+        operators.push(Operator { opcode_index: 1, inputs: vec![1], outputs: vec![2], options: 0, window: None });
         codes.push(OperatorCode { builtin: 19, custom: None, version: 1 });
     }
     let tensors = (0..=operators.len()).map(|i| tensor(&format!("t{i}"))).collect();

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use super::cmsis_nn::{self, KernelPath};
 use super::{layout, Layout, Tail};
 use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
-use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
+use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4};
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
 const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
@@ -56,18 +56,11 @@ enum Prepare {
     /// Scratch buffers: an int32 accumulator per output element for an
     /// integer input, then an int per input dimension and per axis.
     Reduce,
-    /// Scratch buffers: 4 bytes per batch and filter, and for an int8 input
-    /// 4 bytes per batch and unit (the output's two dimensions).
+    /// SVDF's scratch buffers (see `svdf_scratch`).
     Svdf,
-    /// CMSIS-NN's FULLY_CONNECTED: as `PerChannelWhenQuantized`, then the
-    /// buffer `arm_fully_connected_s8_get_buffer_size` asks for (4 bytes
-    /// per output channel on the MVE path, none on the others), kept in the
-    /// tail with the kernel sums (`KERNELS_OPTIMIZED_FOR_SPEED`) since
-    /// filter and bias are constant ([`cmsis_nn::unmodelled`] leaves the
-    /// other cases out).
-    CmsisNnFullyConnected {
-        mve: bool,
-    },
+    /// What CMSIS-NN's kernel allocates on this code path (see
+    /// [`cmsis_nn::prepare`]).
+    CmsisNn(cmsis_nn::Path),
 }
 
 /// A kernel of the reference set: its builtin code, the options struct its
@@ -84,7 +77,12 @@ const fn kernel(code: i32, options: Option<Layout>, op_data: Option<Layout>, pre
     Kernel { code, options, op_data, prepare }
 }
 
+const ADD_PARAMS: Layout = layout("TfLiteAddParams", 2, 1);
 const POOL_PARAMS: Layout = layout("TfLitePoolParams", 40, 4);
+const CONV_PARAMS: Layout = layout("TfLiteConvParams", 28, 4);
+const DEPTHWISE_CONV_PARAMS: Layout = layout("TfLiteDepthwiseConvParams", 28, 4);
+const SOFTMAX_PARAMS: Layout = layout("TfLiteSoftmaxParams", 4, 4);
+const SVDF_PARAMS: Layout = layout("TfLiteSVDFParams", 8, 4);
 const FULLY_CONNECTED_PARAMS: Layout = layout("TfLiteFullyConnectedParams", 5, 1);
 const OP_DATA_FULLY_CONNECTED: Layout = layout("tflite::OpDataFullyConnected", 48, 4);
 const OP_DATA_CONV: Layout = layout("tflite::OpDataConv", 56, 4);
@@ -92,21 +90,16 @@ const OP_DATA_POOLING: Layout = layout("tflite::OpDataPooling", 32, 4);
 
 /// The kernels whose allocations the prediction knows.
 pub const KERNELS: &[Kernel] = &[
-    kernel(0, Some(layout("TfLiteAddParams", 2, 1)), Some(layout("tflite::OpDataAdd", 60, 4)), Prepare::Nothing),
+    kernel(0, Some(ADD_PARAMS), Some(layout("tflite::OpDataAdd", 60, 4)), Prepare::Nothing),
     kernel(1, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
-    kernel(3, Some(layout("TfLiteConvParams", 28, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
-    kernel(4, Some(layout("TfLiteDepthwiseConvParams", 28, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
+    kernel(3, Some(CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
+    kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
     kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
     kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(OP_DATA_FULLY_CONNECTED), Prepare::PerChannelWhenQuantized),
     kernel(17, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
     kernel(22, Some(layout("TfLiteReshapeParams", 36, 4)), None, Prepare::Nothing),
-    kernel(
-        25,
-        Some(layout("TfLiteSoftmaxParams", 4, 4)),
-        Some(layout("tflite::SoftmaxParams", 56, 8)),
-        Prepare::Int16Tables,
-    ),
-    kernel(27, Some(layout("TfLiteSVDFParams", 8, 4)), Some(layout("tflite::OpDataSvdf", 36, 4)), Prepare::Svdf),
+    kernel(25, Some(SOFTMAX_PARAMS), Some(layout("tflite::SoftmaxParams", 56, 8)), Prepare::Int16Tables),
+    kernel(27, Some(SVDF_PARAMS), Some(layout("tflite::OpDataSvdf", 36, 4)), Prepare::Svdf),
     kernel(40, Some(layout("TfLiteReducerParams", 1, 1)), Some(layout("tflite::OpDataReduce", 44, 4)), Prepare::Reduce),
     kernel(
         45,
@@ -119,25 +112,39 @@ pub const KERNELS: &[Kernel] = &[
     kernel(114, None, Some(layout("tflite::OpDataQuantizeReference", 32, 8)), Prepare::Nothing),
 ];
 
-/// CMSIS-NN's kernels whose allocations the prediction knows, on the
-/// scalar or DSP code path and on the MVE path. The `OpData` of
-/// `kernels/cmsis_nn/fully_connected.cc` is the reference one followed by
-/// two buffer indices, the kernel sums' pointer and three dimensions.
-const CMSIS_NN_KERNELS: [&[Kernel]; 2] = [
-    &[kernel(
-        9,
-        Some(FULLY_CONNECTED_PARAMS),
-        Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED),
-        Prepare::CmsisNnFullyConnected { mve: false },
-    )],
-    &[kernel(
-        9,
-        Some(FULLY_CONNECTED_PARAMS),
-        Some(CMSIS_NN_OP_DATA_FULLY_CONNECTED),
-        Prepare::CmsisNnFullyConnected { mve: true },
-    )],
+/// CMSIS-NN's kernels whose allocations the prediction knows, on each
+/// code path: their options are the reference kernels', their `OpData`
+/// (private to each `kernels/cmsis_nn/*.cc`) the reference one and what
+/// CMSIS-NN adds: a scratch buffer's index for CONV_2D, DEPTHWISE_CONV_2D
+/// and the poolings; two buffer indices, the kernel sums' pointer and
+/// three dimensions for FULLY_CONNECTED; the number and size of rows for
+/// SOFTMAX; a scratch index and the kernel sums' pointer for SVDF. ADD's is
+/// the reference one's size.
+const fn cmsis_nn_kernels(path: cmsis_nn::Path) -> [Kernel; 8] {
+    let conv = layout("tflite::OpData (cmsis_nn/conv.cc)", 60, 4);
+    let pooling = layout("tflite::OpData (cmsis_nn/pooling.cc)", 36, 4);
+    let cmsis_nn = Prepare::CmsisNn(path);
+    [
+        kernel(0, Some(ADD_PARAMS), Some(layout("tflite::OpData (cmsis_nn/add.cc)", 60, 4)), Prepare::Nothing),
+        kernel(1, Some(POOL_PARAMS), Some(pooling), cmsis_nn),
+        kernel(3, Some(CONV_PARAMS), Some(conv), cmsis_nn),
+        kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(conv), cmsis_nn),
+        kernel(
+            9,
+            Some(FULLY_CONNECTED_PARAMS),
+            Some(layout("tflite::OpData (cmsis_nn/fully_connected.cc)", 72, 4)),
+            cmsis_nn,
+        ),
+        kernel(17, Some(POOL_PARAMS), Some(pooling), Prepare::Nothing),
+        kernel(25, Some(SOFTMAX_PARAMS), Some(layout("tflite::CMSISNNSoftmaxParams", 64, 8)), Prepare::Nothing),
+        kernel(27, Some(SVDF_PARAMS), Some(layout("tflite::CmsisNnOpDataSvdf", 40, 4)), cmsis_nn),
+    ]
+}
+static CMSIS_NN_KERNELS: [[Kernel; 8]; 3] = [
+    cmsis_nn_kernels(cmsis_nn::Path::Scalar),
+    cmsis_nn_kernels(cmsis_nn::Path::Dsp),
+    cmsis_nn_kernels(cmsis_nn::Path::Mve),
 ];
-const CMSIS_NN_OP_DATA_FULLY_CONNECTED: Layout = layout("tflite::cmsis_nn::OpData (fully_connected.cc)", 72, 4);
 
 /// The headers (and one source, for a type private to it) that declare
 /// every type of the prediction, for the test that compiles them.
@@ -271,7 +278,7 @@ fn kernel_of(code: &OperatorCode, kernels: KernelPath) -> Option<&'static Kernel
     }
     match kernels {
         KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
-            CMSIS_NN_KERNELS[usize::from(path == cmsis_nn::Path::Mve)].iter().find(|k| k.code == code.builtin)
+            CMSIS_NN_KERNELS[path as usize].iter().find(|k| k.code == code.builtin)
         }
         _ => KERNELS.iter().find(|k| k.code == code.builtin),
     }
@@ -372,21 +379,23 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                     request(elements(filter)?);
                 }
             }
-            Prepare::PerChannelWhenQuantized | Prepare::CmsisNnFullyConnected { .. } => {
+            Prepare::PerChannelWhenQuantized => {
                 let (input, filter) =
                     (input(0).ok_or_else(|| missing("input"))?, input(1).ok_or_else(|| missing("filter"))?);
                 if input.kind != FLOAT32 && filter.quantization.scale.len() > 1 {
                     per_channel(filter.quantization.scale.len());
                 }
-                match kernel.prepare {
-                    Prepare::CmsisNnFullyConnected { mve: true } if input.kind == INT8 && filter.kind == INT8 => {
-                        let output = output.ok_or_else(|| missing("output"))?;
-                        let channels = output.shape.last().and_then(|&d| usize::try_from(d).ok()).unwrap_or(0);
-                        tail.persistent_buffer(4 * channels);
-                    }
-                    Prepare::CmsisNnFullyConnected { .. } => {}
-                    _ if filter.kind == INT4 => request(elements(filter)?),
-                    _ => {}
+                if filter.kind == INT4 {
+                    request(elements(filter)?);
+                }
+            }
+            Prepare::CmsisNn(path) => {
+                let prepared = cmsis_nn::prepare(model, op, path).map_err(|why| err(format!("step {step}: {why}")))?;
+                for bytes in prepared.persistent {
+                    tail.persistent_buffer(bytes);
+                }
+                for bytes in prepared.scratch {
+                    request(bytes);
                 }
             }
             Prepare::Int16Tables => {
@@ -405,18 +414,11 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                 request(4 * elements(axis)?);
             }
             Prepare::Svdf => {
-                let data = input(0).ok_or_else(|| missing("input"))?;
-                let filters = input(1).ok_or_else(|| missing("feature weights"))?;
-                let dim = |t: &Tensor, i: usize| {
-                    t.shape
-                        .get(i)
-                        .and_then(|&d| usize::try_from(d).ok())
-                        .ok_or_else(|| err(format!("SVDF tensor `{}` has shape {:?}", t.name, t.shape)))
-                };
-                let batch = dim(data, 0)?;
-                request(4 * batch * dim(filters, 0)?);
-                if data.kind == INT8 {
-                    request(4 * batch * dim(output.ok_or_else(|| missing("output"))?, 1)?);
+                let (data, filters) =
+                    (input(0).ok_or_else(|| missing("input"))?, input(1).ok_or_else(|| missing("feature weights"))?);
+                let output = output.ok_or_else(|| missing("output"))?;
+                for bytes in super::svdf_scratch(data, filters, output).map_err(err)? {
+                    request(bytes);
                 }
             }
         }

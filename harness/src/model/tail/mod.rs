@@ -8,6 +8,8 @@ pub mod cmsis_nn;
 pub mod current;
 pub mod tfmicro2020;
 
+use crate::model::tflite::{Tensor, INT8};
+
 /// A C++ type of TFLM on 32-bit Arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -33,4 +35,23 @@ impl Tail {
     fn place(&mut self, l: Layout, count: usize) {
         self.alloc(l.bytes * count, l.align);
     }
+}
+
+/// The scratch buffers SVDF's `Prepare` requests, in TFLM's kernel and in
+/// CMSIS-NN's alike: 4 bytes per batch and filter (the filters being the
+/// feature weights' first dimension), and for an int8 input 4 bytes per
+/// batch and unit (the output's second dimension).
+fn svdf_scratch(data: &Tensor, filters: &Tensor, output: &Tensor) -> Result<Vec<usize>, String> {
+    let dim = |t: &Tensor, i: usize| {
+        t.shape
+            .get(i)
+            .and_then(|&d| usize::try_from(d).ok())
+            .ok_or_else(|| format!("SVDF tensor `{}` has shape {:?}", t.name, t.shape))
+    };
+    let batch = dim(data, 0)?;
+    let mut scratch = vec![4 * batch * dim(filters, 0)?];
+    if data.kind == INT8 {
+        scratch.push(4 * batch * dim(output, 1)?);
+    }
+    Ok(scratch)
 }

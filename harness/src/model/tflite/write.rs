@@ -6,7 +6,7 @@
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
-use super::{offline, Model, Quantization, Subgraph, Tensor, OFFLINE_PLAN};
+use super::{offline, Model, Quantization, Subgraph, Tensor, Window, OFFLINE_PLAN};
 
 /// The vtable slot of field `index`.
 const fn slot(index: u16) -> u16 {
@@ -92,6 +92,16 @@ fn subgraph<'a>(fb: &mut FlatBufferBuilder<'a>, sg: &Subgraph) -> WIPOffset<flat
             let outputs = fb.create_vector(&op.outputs);
             let options = (op.options != 0).then(|| {
                 let t = fb.start_table();
+                if let (Some(w), Some([padding, stride_w, stride_h, dilation_w, dilation_h])) =
+                    (op.window, Window::fields(op.options))
+                {
+                    let field = |i: usize| slot(i as u16);
+                    fb.push_slot_always(field(padding), u8::from(!w.same));
+                    fb.push_slot_always(field(stride_w), w.stride[1]);
+                    fb.push_slot_always(field(stride_h), w.stride[0]);
+                    fb.push_slot_always(field(dilation_w), w.dilation[1]);
+                    fb.push_slot_always(field(dilation_h), w.dilation[0]);
+                }
                 fb.end_table(t)
             });
             let t = fb.start_table();

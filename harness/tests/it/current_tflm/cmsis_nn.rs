@@ -3,11 +3,10 @@
 //! and the CMSIS-NN downloads beside it, for each emulated Cortex-M core
 //! with that core's own compiler flags: every example model answers right,
 //! TFLM's own account of the arena adds up, and the analyzer predicts the
-//! arena exactly or names the kernel it does not know, never guessing.
+//! arena exactly.
 
 use harness::model::tree::{cpu_flags, cpu_flags_in_makefile};
 use harness::run::measurement::{metric, Measurement, BUILD, SINGLE_FRAME};
-use harness::run::record::NOT_PREDICTED;
 use harness::run::{self, Options};
 use harness::spec::models;
 use harness::spec::runtime::{Generation, Kernels, Runtime, BUNDLED};
@@ -46,10 +45,10 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
         // Head and tail from TFLM's own lines add up to its arena_used_bytes.
         let m = &record.metrics;
         assert_eq!(m[metric::ARENA_HEAD_BYTES] + m[metric::ARENA_TAIL_BYTES], m[metric::ARENA_USED_BYTES], "{what}");
-        match record.arena_prediction {
-            Some(p) => assert_eq!(p.difference(), 0, "{what}: predicted {p:?}"),
-            None => assert!(record.notes[NOT_PREDICTED].contains("CMSIS-NN's"), "{what}: {:?}", record.notes),
-        }
+        // The analyzer predicts it to the byte, from the model file and the
+        // core's CMSIS-NN code path.
+        let prediction = record.arena_prediction.unwrap_or_else(|| panic!("{what}: {:?}", record.notes));
+        assert_eq!(prediction.difference(), 0, "{what}: predicted {prediction:?}");
     }
     // What a firmware built with TFLM's own Makefile from tflite-micro
     // 90b983c (`TARGET=cortex_m_generic OPTIMIZED_KERNEL_DIR=cmsis_nn`,
