@@ -190,15 +190,8 @@ pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -
 /// float32 activations where each operator also reads the activation two
 /// steps back (a skip connection), sized 16 to 1024 bytes.
 pub fn synthetic_model(tensors: usize) -> Vec<u8> {
-    use crate::model::tflite::{Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
-    let tensor = |i: usize| Tensor {
-        name: format!("t{i}"),
-        shape: vec![1, (4 * (1 + (i * 37) % 64)) as i32],
-        kind: 0,
-        buffer: 0,
-        is_variable: false,
-        quantization: Quantization::default(),
-    };
+    use crate::model::tflite::{Model, Operator, OperatorCode, Subgraph, Tensor};
+    let tensor = |i: usize| Tensor::plain(&format!("t{i}"), &[1, (4 * (1 + (i * 37) % 64)) as i32], 0, 0);
     let operators = (0..tensors.saturating_sub(1))
         .map(|k| {
             let mut inputs = vec![k as i32];
@@ -231,17 +224,10 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
 /// kernel asks for two scratch buffers, greedy plans a head of 336 bytes,
 /// above the lower bound of 272, which hilmem's plan reaches.
 pub fn branching_model() -> Vec<u8> {
-    use crate::model::tflite::{Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
+    use crate::model::tflite::{Model, Operator, OperatorCode, Subgraph, Tensor};
     const ADD_OPTIONS: u8 = 11;
     const REDUCER_OPTIONS: u8 = 27;
-    let tensor = |name: &str, shape: &[i32], kind: u8, buffer: u32| Tensor {
-        name: name.into(),
-        shape: shape.to_vec(),
-        kind,
-        buffer,
-        is_variable: false,
-        quantization: Quantization::default(),
-    };
+    let tensor = Tensor::plain;
     let tensors = vec![
         tensor("input", &[1, 4], 0, 0),
         tensor("rows6", &[6, 1], 0, 1),

@@ -345,19 +345,12 @@ fn planned(model: &Model, b: &Buffer, offset: usize, hilmem_offset: usize) -> Pl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tflite::{Operator, OperatorCode, Quantization, Subgraph, Tensor};
+    use crate::model::tflite::{Operator, OperatorCode, Subgraph, Tensor};
 
     const FLOAT32: u8 = 0;
 
     fn tensor(name: &str, shape: &[i32], buffer: u32) -> Tensor {
-        Tensor {
-            name: name.into(),
-            shape: shape.to_vec(),
-            kind: FLOAT32,
-            buffer,
-            is_variable: false,
-            quantization: Quantization::default(),
-        }
+        Tensor::plain(name, shape, FLOAT32, buffer)
     }
 
     fn op(inputs: &[i32], outputs: &[i32]) -> Operator {

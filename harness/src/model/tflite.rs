@@ -222,6 +222,19 @@ pub const INT8: u8 = 9;
 pub const INT4: u8 = 17;
 
 impl Tensor {
+    /// A tensor that is not variable and has no quantization, for the
+    /// models hilmem writes.
+    pub fn plain(name: &str, shape: &[i32], kind: u8, buffer: u32) -> Tensor {
+        Tensor {
+            name: name.into(),
+            shape: shape.to_vec(),
+            kind,
+            buffer,
+            is_variable: false,
+            quantization: Quantization::default(),
+        }
+    }
+
     /// Elements of the tensor (1 for a scalar; None for a negative or
     /// overflowing shape).
     pub fn elements(&self) -> Option<usize> {

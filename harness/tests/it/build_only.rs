@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use harness::model::tflite::{self, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor};
+use harness::model::tflite::{self, Model, Operator, OperatorCode, Subgraph, Tensor};
 use harness::run::measurement::{Measurement, BUILD, SINGLE_FRAME};
 use harness::run::results::Results;
 use harness::run::{self, Options};
@@ -87,14 +87,7 @@ fn a_build_record_has_the_figures_a_run_of_the_same_image_reports() {
 
 /// A float model of ADDs, with one more operator (a RELU) when `relu`.
 fn model_file(relu: bool) -> Vec<u8> {
-    let tensor = |name: &str| Tensor {
-        name: name.into(),
-        shape: vec![1, 4],
-        kind: 0,
-        buffer: 0,
-        is_variable: false,
-        quantization: Quantization::default(),
-    };
+    let tensor = |name: &str| Tensor::plain(name, &[1, 4], 0, 0);
     let mut operators =
         vec![Operator { opcode_index: 0, inputs: vec![0, 0], outputs: vec![1], options: 11, window: None }];
     let mut codes = vec![OperatorCode { builtin: 0, custom: None, version: 1 }];

@@ -304,19 +304,12 @@ const SVDF: i32 = 27;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tflite::{OperatorCode, Quantization, Subgraph};
+    use crate::model::tflite::{OperatorCode, Subgraph};
 
     /// A model of one DEPTHWISE_CONV_2D over a row of `width` samples of
     /// one channel, making `channels` with a 1x3 filter of `filter` type.
     fn depthwise_row(width: i32, channels: i32, filter: u8) -> Model {
-        let tensor = |name: &str, shape: &[i32], kind: u8, buffer: u32| Tensor {
-            name: name.into(),
-            shape: shape.to_vec(),
-            kind,
-            buffer,
-            is_variable: false,
-            quantization: Quantization::default(),
-        };
+        let tensor = Tensor::plain;
         Model {
             version: 3,
             description: None,
