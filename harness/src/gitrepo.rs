@@ -20,9 +20,12 @@ pub enum GitError {
     Dirty { files: String },
 }
 
-/// The repository holding `path`, and `path` relative to its work tree.
+/// The repository holding `path` (which need not exist: a file that is
+/// only in some revision), and `path` relative to its work tree.
 fn open(path: &Path) -> Result<(Repository, PathBuf), GitError> {
-    let repo = Repository::discover(path).map_err(|source| GitError::NoRepository { path: path.to_owned(), source })?;
+    let existing = path.ancestors().find(|p| p.exists()).unwrap_or(path);
+    let repo =
+        Repository::discover(existing).map_err(|source| GitError::NoRepository { path: path.to_owned(), source })?;
     let root = repo
         .workdir()
         .ok_or_else(|| GitError::Outside(path.to_owned()))?

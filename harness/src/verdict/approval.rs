@@ -262,6 +262,18 @@ mod tests {
         }
     }
 
+    /// Baselines read at a revision: the committed file, and none (not an
+    /// error) for a model or a board that has no baseline there, even where
+    /// the work tree has no such directory either.
+    #[test]
+    fn a_revision_without_a_models_baseline_has_none() {
+        let checkout = Checkout::new();
+        let at_head = Source::Revision { dir: checkout.baselines(), rev: "HEAD".into() };
+        assert!(at_head.load("qemu-m7", "hello_world").unwrap().is_some());
+        assert!(at_head.load("qemu-m7", "micro_speech").unwrap().is_none());
+        assert!(at_head.load("qemu-m55", "hello_world").unwrap().is_none());
+    }
+
     fn row(model: &str, scenario: &str, metric: &str, baseline: Option<i64>, measured: Option<i64>) -> Row {
         Row {
             board: "qemu-m7".into(),
