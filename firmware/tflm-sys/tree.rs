@@ -458,39 +458,52 @@ impl Tree {
 
     /// The headers of TFLM's own (under `tensorflow/` or `signal/`) that the
     /// shim's TFLM headers include, directly or through other headers, and
-    /// that no include directory holds (`#include "..."` lines, read without
-    /// the preprocessor; a third-party library's optional includes are not
-    /// TFLM's and not counted).
+    /// that no include directory holds.
     fn unresolved_includes(&self) -> Vec<String> {
-        let dirs = self.include_dirs();
         let micro = self.root.join("tensorflow/lite/micro");
-        let mut queue: Vec<PathBuf> =
+        let headers: Vec<PathBuf> =
             ["micro_interpreter.h", "micro_mutable_op_resolver.h"].iter().map(|h| micro.join(h)).collect();
-        let mut seen: Vec<PathBuf> = Vec::new();
-        let mut missing = Vec::new();
-        while let Some(header) = queue.pop() {
-            let Ok(text) = fs::read_to_string(&header) else { continue };
+        let mut missing = self.includes(&headers, true).missing;
+        missing.sort();
+        missing
+    }
+
+    /// What `files` include (`#include "..."` lines, read without the
+    /// preprocessor), directly or, when `deep`, through the headers they
+    /// include: the files found (beside the includer or in an include
+    /// directory), and the names of TFLM's own headers (under `tensorflow/`
+    /// or `signal/`) that none holds; a third-party library's optional
+    /// includes are not TFLM's and not counted.
+    fn includes(&self, files: &[PathBuf], deep: bool) -> Included {
+        let dirs = self.include_dirs();
+        let mut queue = files.to_vec();
+        let mut found = Included::default();
+        while let Some(file) = queue.pop() {
+            let Ok(text) = fs::read_to_string(&file) else { continue };
             for line in text.lines() {
                 let Some(rest) = line.trim_start().strip_prefix("#include") else { continue };
                 let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
-                let here = header.parent().map(|p| p.join(name));
+                let here = file.parent().map(|p| p.join(name));
+                let tflms = name.starts_with("tensorflow/") || name.starts_with("signal/");
                 match here.into_iter().chain(dirs.iter().map(|d| d.join(name))).find(|p| p.is_file()) {
-                    Some(found) if !seen.contains(&found) => {
-                        seen.push(found.clone());
-                        queue.push(found);
-                    }
+                    Some(header) if found.files.insert(header.clone()) && deep => queue.push(header),
                     Some(_) => {}
-                    None if (name.starts_with("tensorflow/") || name.starts_with("signal/"))
-                        && !missing.iter().any(|m: &String| m == name) =>
-                    {
-                        missing.push(name.to_owned())
-                    }
+                    None if tflms && !found.missing.iter().any(|m| m == name) => found.missing.push(name.to_owned()),
                     None => {}
                 }
             }
         }
-        missing.sort();
-        missing
+        found
+    }
+
+    /// The header a kernel helper implements: the one it includes under its
+    /// own name, or under its name without `_common` (`conv_common.cc`
+    /// implements `conv.h`).
+    fn own_header(&self, helper: &Path) -> Option<PathBuf> {
+        let stem = helper.file_stem()?.to_str()?;
+        let names = [stem, stem.strip_suffix("_common").unwrap_or(stem)];
+        let direct = self.includes(&[helper.to_owned()], false).files;
+        direct.into_iter().find(|h| h.file_stem().and_then(|s| s.to_str()).is_some_and(|s| names.contains(&s)))
     }
 
     pub fn include_dirs(&self) -> Vec<PathBuf> {
@@ -516,6 +529,13 @@ impl Tree {
         }
         headers
     }
+}
+
+/// What a set of sources includes: [`Tree::includes`].
+#[derive(Default)]
+struct Included {
+    files: std::collections::BTreeSet<PathBuf>,
+    missing: Vec<String>,
 }
 
 /// The configuration the Makefile is read for: TFLM's generic Cortex-M
@@ -1060,19 +1080,27 @@ fn wildcard(root: &Path, pattern: &str) -> Vec<String> {
 }
 
 /// The kernel sources an image needs: those of `tree` that define one of
-/// `registrations` (`Register_CONV_2D`, ...), and every kernel source that
-/// defines none (the helpers the kernels share: `depthwise_conv_common.cc`
-/// uses `conv_common.cc`'s). TFLM's archive would leave the other kernels out
-/// of the link anyway; not compiling them is what keeps a build on a new
-/// tree short. A registration no kernel defines is an error, which names the
-/// tree and counts the kernel sources its Makefile lists that it lacks.
+/// `registrations` (`Register_CONV_2D`, ...), and the helpers among the
+/// kernel sources (those that define none, like `conv_common.cc`) that
+/// implement a header those include, directly or through other headers or
+/// helpers (`conv.h`: its header is the one it includes under its own name,
+/// or under its name without `_common`; a helper without one is always
+/// compiled). TFLM's archive would leave the rest out of the link anyway;
+/// not compiling them is what keeps a build on a new tree short, and a
+/// helper wrongly left out is an undefined symbol at the link, never a
+/// different image. A registration no kernel defines is an error, which
+/// names the tree and counts the kernel sources its Makefile lists that it
+/// lacks.
 pub fn needed_kernels(tree: &Tree, registrations: &[String]) -> Result<Vec<PathBuf>, String> {
     let mut defined: Vec<String> = Vec::new();
     let mut needed = Vec::new();
+    let mut helpers = Vec::new();
     for file in &tree.kernels {
         let text = fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let defines = registrations_defined(&text);
-        if defines.is_empty() || defines.iter().any(|r| registrations.contains(r)) {
+        if defines.is_empty() {
+            helpers.push(file.clone());
+        } else if defines.iter().any(|r| registrations.contains(r)) {
             needed.push(file.clone());
         }
         defined.extend(defines);
@@ -1089,7 +1117,25 @@ pub fn needed_kernels(tree: &Tree, registrations: &[String]) -> Result<Vec<PathB
             missing.join(", ")
         ));
     }
-    Ok(needed)
+    let mut pending: Vec<(PathBuf, Option<PathBuf>)> = helpers
+        .into_iter()
+        .map(|helper| {
+            let own = tree.own_header(&helper);
+            (helper, own)
+        })
+        .collect();
+    let mut included = tree.includes(&needed, true).files;
+    loop {
+        let (now, later): (Vec<_>, Vec<_>) =
+            pending.into_iter().partition(|(_, own)| own.as_ref().is_none_or(|h| included.contains(h)));
+        if now.is_empty() {
+            return Ok(needed);
+        }
+        let now: Vec<PathBuf> = now.into_iter().map(|(helper, _)| helper).collect();
+        included.extend(tree.includes(&now, true).files);
+        needed.extend(now);
+        pending = later;
+    }
 }
 
 /// The `Register_X` functions a source file defines (`Register_X() {`).

@@ -180,6 +180,81 @@ mod tests {
         assert_eq!(unquoted("-DX=\\\"\"ARMCM7\".h\\\""), "-DX=\"ARMCM7.h\"");
     }
 
+    /// Of the kernel sources, an image compiles those that register its
+    /// operators and the helpers that implement a header they reach,
+    /// directly, through other headers or through another such helper; a
+    /// helper whose header cannot be told is compiled.
+    #[test]
+    fn only_the_helpers_the_models_kernels_reach_are_compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let kernels = "tensorflow/lite/micro/kernels";
+        let include = |header: &str| format!("#include \"{kernels}/{header}\"\n");
+        let register = |op: &str| format!("TFLMRegistration Register_{op}() {{ return {{}}; }}\n");
+        let files = [
+            ("conv.cc", include("conv.h") + &include("kernel_util.h") + &register("CONV_2D")),
+            ("conv.h", include("padding.h")),
+            ("padding.h", String::new()),
+            ("conv_common.cc", include("conv.h") + &include("tensor_helper.h")),
+            ("tensor_helper.h", String::new()),
+            ("tensor_helper.cc", include("tensor_helper.h")),
+            ("kernel_util.h", String::new()),
+            ("kernel_util.cc", include("kernel_util.h")),
+            ("depthwise_conv.h", String::new()),
+            ("depthwise_conv.cc", include("depthwise_conv.h") + &include("conv.h") + &register("DEPTHWISE_CONV_2D")),
+            ("depthwise_conv_common.cc", include("depthwise_conv.h") + &include("kernel_util.h")),
+            ("lstm_eval.h", String::new()),
+            ("lstm_eval_common.cc", include("lstm_eval.h") + &include("kernel_util.h")),
+            ("no_header.cc", include("kernel_util.h")),
+        ];
+        for (name, text) in &files {
+            write(root, &format!("{kernels}/{name}"), text);
+        }
+        let tree = Tree {
+            root: root.to_owned(),
+            generation: Generation::Current,
+            api: Api::default(),
+            third_party: root.join("third_party"),
+            core: Vec::new(),
+            kernels: files
+                .iter()
+                .filter(|(n, _)| n.ends_with(".cc"))
+                .map(|(n, _)| root.join(kernels).join(n))
+                .collect(),
+            absent: Vec::new(),
+            flags: Flags { c: Vec::new(), cxx: Vec::new() },
+            kernels_set: Kernels::Reference,
+            third_party_kernels: Vec::new(),
+            kernel_includes: Vec::new(),
+            cpu: Vec::new(),
+        };
+        let needed = |ops: &[&str]| {
+            let registrations: Vec<String> = ops.iter().map(|op| format!("Register_{op}")).collect();
+            let found = needed_kernels(&tree, &registrations).unwrap();
+            let mut names: Vec<String> =
+                found.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            needed(&["CONV_2D"]),
+            ["conv.cc", "conv_common.cc", "kernel_util.cc", "no_header.cc", "tensor_helper.cc"]
+        );
+        assert_eq!(
+            needed(&["DEPTHWISE_CONV_2D"]),
+            [
+                "conv_common.cc",
+                "depthwise_conv.cc",
+                "depthwise_conv_common.cc",
+                "kernel_util.cc",
+                "no_header.cc",
+                "tensor_helper.cc"
+            ]
+        );
+        let unknown = needed_kernels(&tree, &["Register_ADD".to_owned()]).unwrap_err();
+        assert!(unknown.contains("defines Register_ADD"), "{unknown}");
+    }
+
     /// The API is read from the headers, each part on its own: a tree that
     /// mixes them as no TFLM did is still read part by part.
     #[test]
