@@ -496,16 +496,6 @@ impl Tree {
         found
     }
 
-    /// The header a kernel helper implements: the one it includes under its
-    /// own name, or under its name without `_common` (`conv_common.cc`
-    /// implements `conv.h`).
-    fn own_header(&self, helper: &Path) -> Option<PathBuf> {
-        let stem = helper.file_stem()?.to_str()?;
-        let names = [stem, stem.strip_suffix("_common").unwrap_or(stem)];
-        let direct = self.includes(&[helper.to_owned()], false).files;
-        direct.into_iter().find(|h| h.file_stem().and_then(|s| s.to_str()).is_some_and(|s| names.contains(&s)))
-    }
-
     pub fn include_dirs(&self) -> Vec<PathBuf> {
         let lib = |name: &str| self.third_party.join(name);
         let mut dirs = vec![self.root.clone(), lib("flatbuffers/include"), lib("gemmlowp"), lib("ruy")];
@@ -1083,7 +1073,7 @@ fn wildcard(root: &Path, pattern: &str) -> Vec<String> {
 /// `registrations` (`Register_CONV_2D`, ...), and the helpers among the
 /// kernel sources (those that define none, like `conv_common.cc`) that
 /// implement a header those include, directly or through other headers or
-/// helpers (`conv.h`: its header is the one it includes under its own name,
+/// helpers (`conv.h`: its header is the one beside it under its own name,
 /// or under its name without `_common`; a helper without one is always
 /// compiled). TFLM's archive would leave the rest out of the link anyway;
 /// not compiling them is what keeps a build on a new tree short, and a
@@ -1120,7 +1110,7 @@ pub fn needed_kernels(tree: &Tree, registrations: &[String]) -> Result<Vec<PathB
     let mut pending: Vec<(PathBuf, Option<PathBuf>)> = helpers
         .into_iter()
         .map(|helper| {
-            let own = tree.own_header(&helper);
+            let own = own_header(&helper);
             (helper, own)
         })
         .collect();
@@ -1136,6 +1126,15 @@ pub fn needed_kernels(tree: &Tree, registrations: &[String]) -> Result<Vec<PathB
         needed.extend(now);
         pending = later;
     }
+}
+
+/// The header a kernel helper implements: the one beside it under its
+/// own name, or under its name without `_common` (`conv_common.cc`
+/// implements `conv.h`; not `reference/conv.h`, which it also includes).
+fn own_header(helper: &Path) -> Option<PathBuf> {
+    let stem = helper.file_stem()?.to_str()?;
+    let names = [stem, stem.strip_suffix("_common").unwrap_or(stem)];
+    names.iter().map(|name| helper.with_file_name(format!("{name}.h"))).find(|h| h.is_file())
 }
 
 /// The `Register_X` functions a source file defines (`Register_X() {`).

@@ -189,6 +189,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let kernels = "tensorflow/lite/micro/kernels";
+        let reference = "tensorflow/lite/kernels/internal/reference/pooling.h";
         let include = |header: &str| format!("#include \"{kernels}/{header}\"\n");
         let register = |op: &str| format!("TFLMRegistration Register_{op}() {{ return {{}}; }}\n");
         let files = [
@@ -206,10 +207,15 @@ mod tests {
             ("lstm_eval.h", String::new()),
             ("lstm_eval_common.cc", include("lstm_eval.h") + &include("kernel_util.h")),
             ("no_header.cc", include("kernel_util.h")),
+            // Its header is the one beside it, not the reference kernel's.
+            ("pooling.h", String::new()),
+            ("pooling.cc", include("pooling.h") + &register("AVERAGE_POOL_2D")),
+            ("pooling_common.cc", format!("#include \"{reference}\"\n") + &include("pooling.h")),
         ];
         for (name, text) in &files {
             write(root, &format!("{kernels}/{name}"), text);
         }
+        write(root, reference, "");
         let tree = Tree {
             root: root.to_owned(),
             generation: Generation::Current,
@@ -251,6 +257,7 @@ mod tests {
                 "tensor_helper.cc"
             ]
         );
+        assert_eq!(needed(&["AVERAGE_POOL_2D"]), ["kernel_util.cc", "no_header.cc", "pooling.cc", "pooling_common.cc"]);
         let unknown = needed_kernels(&tree, &["Register_ADD".to_owned()]).unwrap_err();
         assert!(unknown.contains("defines Register_ADD"), "{unknown}");
     }
