@@ -106,12 +106,6 @@ fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> u64 {
     key.finish()
 }
 
-/// A file's path, length and modification time.
-fn file_stamp(file: &Path) -> (PathBuf, u64, Option<std::time::SystemTime>) {
-    let meta = fs::metadata(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-    (file.to_owned(), meta.len(), meta.modified().ok())
-}
-
 /// A build with the tree's includes, flags and defines, for its core: on
 /// bare metal the core's flags replace the cc crate's defaults for the Rust
 /// target (which name an architecture, not the core).

@@ -1204,18 +1204,29 @@ fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
 }
 
 /// Every file below `dir` with one of `extensions`, in path order.
-fn walk(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(walk(&path, extensions));
-        } else if has_extension(&path, extensions) {
-            found.push(path);
+pub fn walk(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
+    fn collect(dir: &Path, extensions: &[&str], found: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            // The listing says what an entry is; only a link costs a look.
+            if entry.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink() && path.is_dir()) {
+                collect(&path, extensions, found);
+            } else if has_extension(&path, extensions) {
+                found.push(path);
+            }
         }
     }
+    let mut found = Vec::new();
+    collect(dir, extensions, &mut found);
     found.sort();
     found
+}
+
+/// A file's path, length and modification time.
+pub fn file_stamp(file: &Path) -> (PathBuf, u64, Option<std::time::SystemTime>) {
+    let meta = fs::metadata(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    (file.to_owned(), meta.len(), meta.modified().ok())
 }
 
 /// The TFLM tree (`HILMEM_TFLM_DIR`, or the bundled one) as it is compiled
