@@ -1,7 +1,8 @@
 //! What hilmem costs. In time: a full emulated run (every QEMU board, every
 //! model, single-frame, boards in parallel) against running the same images
 //! with bare `qemu-system-arm`, one after another, fed the same command; and
-//! the analyzer's parse and plan of a model. In memory: the firmware with
+//! the analyzer's parse and plan of a model, and `analyze --tflm` whole
+//! process with the tree read and with its facts kept. In memory: the firmware with
 //! and without the arena layer's measurement machinery, from the ELF.
 
 use std::io::Write;
@@ -338,6 +339,84 @@ pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, cra
             hilmem_bytes: analysis.hilmem_bytes,
             lower_bound_bytes: analysis.lower_bound_bytes,
         });
+    }
+    Ok(timings)
+}
+
+/// Whole-process times of `analyze MODEL --tflm TREE` for one model.
+#[derive(Debug, Clone)]
+pub struct TreeTiming {
+    pub model: String,
+    pub runs: u32,
+    /// The tree read, its kept facts removed first (every run, before they
+    /// were kept).
+    pub read: Duration,
+    /// The tree's facts kept.
+    pub kept: Duration,
+}
+
+impl TreeTiming {
+    pub fn ratio(&self) -> f64 {
+        self.read.as_secs_f64() / self.kept.as_secs_f64()
+    }
+}
+
+/// Times `exe analyze MODEL --tflm tree` for `models` (name, bytes), as
+/// mean whole-process times over `runs` runs each way, read and kept runs
+/// alternating so that both see the same machine.
+pub fn analyze_with_tree(
+    exe: &Path,
+    tree: &Path,
+    models: &[(String, Vec<u8>)],
+    runs: u32,
+) -> Result<Vec<TreeTiming>, String> {
+    let root = tree.canonicalize().map_err(|e| format!("{}: {e}", tree.display()))?;
+    let dir = std::env::temp_dir().join(format!("hilmem-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let timings = time_analyze(exe, &root, &dir, models, runs);
+    let _ = std::fs::remove_dir_all(&dir);
+    timings
+}
+
+fn time_analyze(
+    exe: &Path,
+    root: &Path,
+    dir: &Path,
+    models: &[(String, Vec<u8>)],
+    runs: u32,
+) -> Result<Vec<TreeTiming>, String> {
+    let mut timings = Vec::new();
+    for (name, bytes) in models {
+        let file = dir.join(format!("{name}.tflite"));
+        std::fs::write(&file, bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+        let analyze = || -> Result<Duration, String> {
+            let started = Instant::now();
+            let out = Command::new(exe)
+                .arg("analyze")
+                .arg(&file)
+                .arg("--tflm")
+                .arg(root)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+            let elapsed = started.elapsed();
+            if !out.status.success() {
+                return Err(format!(
+                    "analyze {name} --tflm {}: {}",
+                    root.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Ok(elapsed)
+        };
+        analyze()?;
+        let (mut read, mut kept) = (Duration::ZERO, Duration::ZERO);
+        for _ in 0..runs {
+            let _ = std::fs::remove_file(crate::spec::runtime::kept_facts(root));
+            read += analyze()?;
+            kept += analyze()?;
+        }
+        timings.push(TreeTiming { model: name.clone(), runs, read: read / runs, kept: kept / runs });
     }
     Ok(timings)
 }

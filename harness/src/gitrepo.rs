@@ -112,15 +112,28 @@ pub fn head(path: &Path) -> Option<String> {
 }
 
 /// The HEAD commit of the repository whose work tree is exactly `root` (not
-/// one it sits inside), and whether tracked files there have uncommitted
-/// changes.
-pub fn checkout_head(root: &Path) -> Option<(String, bool)> {
-    let repo = Repository::open(root).ok()?;
-    let id = repo.head().ok()?.peel_to_commit().ok()?.id().to_string();
+/// one it sits inside).
+pub fn checkout_commit(root: &Path) -> Option<String> {
+    checkout(root).map(|(_, id)| id)
+}
+
+/// [`checkout_commit`], and whether tracked files in the directories `dirs`
+/// of it have uncommitted changes.
+pub fn checkout_head(root: &Path, dirs: &[&str]) -> Option<(String, bool)> {
+    let (repo, id) = checkout(root)?;
     let mut options = StatusOptions::new();
     options.include_untracked(false).include_ignored(false);
+    for dir in dirs {
+        options.pathspec(dir);
+    }
     let modified = repo.statuses(Some(&mut options)).map_or(true, |s| s.iter().any(|e| !e.status().is_empty()));
     Some((id, modified))
+}
+
+fn checkout(root: &Path) -> Option<(Repository, String)> {
+    let repo = Repository::open(root).ok()?;
+    let id = repo.head().ok()?.peel_to_commit().ok()?.id().to_string();
+    Some((repo, id))
 }
 
 /// The merge base of HEAD and `other` (a branch or any revision).

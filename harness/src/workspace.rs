@@ -46,6 +46,11 @@ impl Workspace {
         self.root.join("target/firmware/tflm-cache")
     }
 
+    /// What was read from each TFLM tree a run used, by its stamp.
+    pub fn tree_cache(&self) -> PathBuf {
+        self.root.join("target/hilmem/tflm-trees")
+    }
+
     /// Approved baselines, one directory per board.
     pub fn baselines_dir(&self) -> PathBuf {
         self.root.join("baselines")

@@ -22,7 +22,9 @@ pub struct Args {
     #[arg(long)]
     config: Option<std::path::PathBuf>,
     /// The TFLM of the timed run (as `hil --tflm`). The layer's cost is
-    /// weighed on the bundled TFLM's person_detection image.
+    /// weighed on the bundled TFLM's person_detection image. With
+    /// `--analyzer`, also times `analyze --tflm` on this tree, whole
+    /// process, with the tree read and with its facts kept.
     #[arg(long)]
     tflm: Option<String>,
     /// The kernels of the timed run (as `hil --kernels`).
@@ -60,6 +62,21 @@ pub fn run(args: Args) -> Result<i32> {
             t.lower_bound_bytes
         );
     }
+    if let (true, Some(tree)) = (args.analyzer, &args.tflm) {
+        let exe = std::env::current_exe().context("cannot find this program")?;
+        let mut with_tree = vec![models[0].clone()];
+        with_tree.push(("synthetic-100-ops".into(), bench::synthetic_model(101)));
+        println!("analyze --tflm {tree}, whole process (mean of {TREE_RUNS} runs each, alternating):");
+        for t in bench::analyze_with_tree(&exe, tree.as_ref(), &with_tree, TREE_RUNS).map_err(anyhow::Error::msg)? {
+            println!(
+                "  {:<18} tree read {:>8.1} ms   facts kept {:>8.1} ms   ratio {:.1}",
+                t.model,
+                t.read.as_secs_f64() * 1e3,
+                t.kept.as_secs_f64() * 1e3,
+                t.ratio()
+            );
+        }
+    }
     if args.analyzer {
         return Ok(exit::OK);
     }
@@ -81,6 +98,9 @@ pub fn run(args: Args) -> Result<i32> {
     println!("  static RAM: {:+} bytes (goal <= 256)", cost.static_ram_bytes());
     Ok(exit::OK)
 }
+
+/// Runs each way of `analyze --tflm`'s whole-process timing.
+const TREE_RUNS: u32 = 10;
 
 /// The model whose image the layer's cost is weighed on.
 const LAYER_COST_MODEL: &str = "person_detection";

@@ -6,16 +6,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::{tflite, tflm_ops};
 
 /// The builtin operators a TFLM registers, by operator code.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operators {
     pub by_code: BTreeMap<i32, Operator>,
 }
 
 /// One builtin operator a TFLM registers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operator {
     pub name: String,
     /// The versions it accepts; None: any.

@@ -3,16 +3,23 @@
 //! downloads, or a tree made by TFLM's `create_tflm_tree.py`). The runtime is
 //! chosen per run, validated before anything is built, named in every record,
 //! and says which operators it registers, derived from its own sources.
+//! What is read from a tree is kept by the tree's stamp
+//! (`target/hilmem/tflm-trees/`): reading a current checkout costs a
+//! quarter of a second, its stamp a walk of its directories.
 
+use std::collections::hash_map::DefaultHasher;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::gitrepo;
 use crate::model::registry::Operators;
+use crate::{fsutil, gitrepo, Workspace};
 
 pub use crate::model::tree::{bundled_tree, Generation, Kernels, Tree};
+use crate::model::tree::{file_stamp, walk};
 
 /// The core a tree's kernels are checked for before any board is built
 /// (the downloads a kernel set needs are the same for every core).
@@ -37,12 +44,34 @@ pub struct RuntimeError {
 pub struct Runtime {
     /// None for the tfmicro 0.1.0 archive that cargo unpacks with the
     /// firmware's dependencies.
-    pub tree: Option<Tree>,
+    pub tree: Option<CheckedTree>,
     /// The short name records, baselines and reports carry: [`BUNDLED`], a
     /// checkout's commit, or a hash of a tree's sources.
     pub identity: String,
     /// What its resolver can register, read from its own sources.
     pub operators: Operators,
+}
+
+/// What a run needs of a tree, checked when it was read.
+#[derive(Debug, Clone)]
+pub struct CheckedTree {
+    pub root: PathBuf,
+    pub generation: Generation,
+    /// Whether its allocator is given its planner (`Api::planner_given`).
+    pub planner_given: bool,
+    /// Whether its CMSIS-NN kernels build, or why not.
+    pub cmsis_nn: Result<(), String>,
+}
+
+/// What was read from a tree, kept under the tree's stamp.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    stamp: String,
+    identity: String,
+    generation: String,
+    planner_given: bool,
+    cmsis_nn: Result<(), String>,
+    operators: Operators,
 }
 
 /// Where a run's runtime was chosen, strongest first: `--tflm`,
@@ -75,7 +104,8 @@ impl Runtime {
         Runtime { tree: None, identity: BUNDLED.to_owned(), operators: Operators::bundled() }
     }
 
-    /// The tree at `path`, with its identity and operators.
+    /// The tree at `path`, with its identity and operators: as kept for
+    /// its stamp, else read and kept.
     pub fn at(path: &Path) -> Result<Runtime, String> {
         if !path.is_dir() {
             return Err(format!("{} is not a directory", path.display()));
@@ -85,8 +115,28 @@ impl Runtime {
         if crate::model::tree::bundled_root().ok().and_then(|r| r.canonicalize().ok()).as_ref() == Some(&root) {
             return Ok(Runtime::bundled());
         }
-        let tree = Tree::at(&root)?;
-        let identity = match gitrepo::checkout_head(&root) {
+        let stamp = tree_stamp(&root);
+        let file = kept_facts(&root);
+        let kept = std::fs::read(&file).ok().and_then(|bytes| serde_json::from_slice::<Kept>(&bytes).ok());
+        let kept = match kept.filter(|k| k.stamp == stamp) {
+            Some(kept) => kept,
+            None => {
+                let kept = Runtime::read(&root, stamp)?;
+                // A cache that cannot be written only costs the next run a read.
+                let _ = std::fs::create_dir_all(file.parent().unwrap());
+                let _ = fsutil::write_atomic(&file, &serde_json::to_vec(&kept).expect("kept facts serialize"));
+                kept
+            }
+        };
+        let generation = Generation::named(&kept.generation).ok_or("a kept generation hilmem does not name")?;
+        let tree = CheckedTree { root, generation, planner_given: kept.planner_given, cmsis_nn: kept.cmsis_nn };
+        Ok(Runtime { tree: Some(tree), identity: kept.identity, operators: kept.operators })
+    }
+
+    /// What a run needs of the tree at `root`, read from it.
+    fn read(root: &Path, stamp: String) -> Result<Kept, String> {
+        let tree = Tree::at(root)?;
+        let identity = match gitrepo::checkout_head(root, STAMPED_DIRS) {
             Some((commit, modified)) => {
                 format!("tflite-micro {}{}", &commit[..12.min(commit.len())], if modified { "+modified" } else { "" })
             }
@@ -94,9 +144,11 @@ impl Runtime {
         };
         let operators = match tree.generation {
             Generation::Tfmicro2020 => Operators::bundled(),
-            Generation::Between | Generation::Current => Operators::of_tree(&root)?,
+            Generation::Between | Generation::Current => Operators::of_tree(root)?,
         };
-        Ok(Runtime { tree: Some(tree), identity, operators })
+        let cmsis_nn = Tree::built(root, Kernels::CmsisNn, Some(CHECKED_ARCH)).map(|_| ());
+        let (generation, planner_given) = (tree.generation.name().to_owned(), tree.api.planner_given);
+        Ok(Kept { stamp, identity, generation, planner_given, cmsis_nn, operators })
     }
 
     pub fn generation(&self) -> Generation {
@@ -106,7 +158,7 @@ impl Runtime {
     /// Whether its allocator is given its planner (by the shim): only then
     /// can an image plan with another planner or share an arena.
     pub fn planner_given(&self) -> bool {
-        self.tree.as_ref().is_some_and(|t| t.api.planner_given)
+        self.tree.as_ref().is_some_and(|t| t.planner_given)
     }
 
     /// Whether images can be built with `kernels`: CMSIS-NN needs a checkout
@@ -119,7 +171,7 @@ impl Runtime {
                 "the bundled TFLM ({BUNDLED}) is built with its reference kernels only; give a tflite-micro checkout \
                  with its CMSIS-NN downloads (--tflm)"
             )),
-            (Kernels::CmsisNn, Some(tree)) => Tree::built(&tree.root, kernels, Some(CHECKED_ARCH)).map(|_| ()),
+            (Kernels::CmsisNn, Some(tree)) => tree.cmsis_nn.clone(),
         }
     }
 
@@ -138,6 +190,38 @@ impl fmt::Display for Runtime {
     }
 }
 
+/// Where what was read from the tree at `root` (canonical) is kept.
+pub fn kept_facts(root: &Path) -> PathBuf {
+    let name = hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()));
+    Workspace::from_source().tree_cache().join(format!("{name}.json"))
+}
+
+/// The directories of a tree whose files hilmem reads (a checkout's
+/// downloads are under `tensorflow/`, a created tree's in `third_party/`).
+const STAMPED_DIRS: &[&str] = &["tensorflow", "signal", "third_party"];
+
+/// The stamp of what [`Runtime::read`] reads from the tree at `root`: the
+/// path, length and modification time of each source, header and makefile
+/// in [`STAMPED_DIRS`], the checkout's commit, and this program's own build
+/// (another build of hilmem may read a tree differently).
+fn tree_stamp(root: &Path) -> String {
+    let mut key = DefaultHasher::new();
+    std::env::current_exe().ok().filter(|exe| exe.is_file()).map(|exe| file_stamp(&exe)).hash(&mut key);
+    gitrepo::checkout_commit(root).hash(&mut key);
+    for dir in STAMPED_DIRS.iter().map(|d| root.join(d)).filter(|d| d.is_dir()) {
+        for file in walk(&dir, &["h", "hpp", "c", "cc", "inc"]) {
+            file_stamp(&file).hash(&mut key);
+        }
+    }
+    let makefile = root.join("tensorflow/lite/micro/tools/make/Makefile");
+    makefile.is_file().then(|| file_stamp(&makefile)).hash(&mut key);
+    format!("{:016x}", key.finish())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// SHA-256 of the sources the library is compiled from and every header of
 /// the tree and its third-party libraries, first 12 hex digits.
 fn content_hash(tree: &Tree) -> String {
@@ -149,7 +233,7 @@ fn content_hash(tree: &Tree) -> String {
         sha.update(file.strip_prefix(&tree.root).unwrap_or(file).to_string_lossy().as_bytes());
         sha.update(std::fs::read(file).unwrap_or_default());
     }
-    sha.finalize().iter().take(6).map(|b| format!("{b:02x}")).collect()
+    hex(&sha.finalize()[..6])
 }
 
 #[cfg(test)]
@@ -218,5 +302,56 @@ mod tests {
         }
         let tree = Tree::at(dir.path()).unwrap();
         assert_eq!((tree.generation, tree.third_party.ends_with("third_party")), (Generation::Current, true));
+    }
+
+    /// What is read from a tree is kept by its stamp: a file changed in
+    /// place with its length and time put back is not seen (the kept facts
+    /// stand), a file changed as editors and checkouts change it is.
+    #[test]
+    fn a_tree_is_read_again_only_when_its_stamp_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (file, text) in [
+            ("tensorflow/lite/micro/micro_interpreter.h", "TfLiteEvalTensor* GetTensor(int); TFLITE_SCHEMA_VERSION"),
+            ("tensorflow/lite/micro/micro_log.h", ""),
+            ("tensorflow/lite/micro/arena_allocator/single_arena_buffer_allocator.h", ""),
+            ("tensorflow/lite/micro/micro_arena_constants.h", ""),
+            ("tensorflow/lite/micro/micro_allocator.h", "MicroMemoryPlanner* memory_planner); GetDefaultTailUsage"),
+            (
+                "tensorflow/lite/schema/schema_generated.h",
+                "enum BuiltinOperator : int32_t {\n  BuiltinOperator_ADD = 0,\n  BuiltinOperator_MUL = 18,\n};\n",
+            ),
+        ] {
+            touch(root, file);
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        for lib in ["flatbuffers/include", "gemmlowp", "ruy", "kissfft"] {
+            std::fs::create_dir_all(root.join("third_party").join(lib)).unwrap();
+        }
+        let resolver = root.join("tensorflow/lite/micro/micro_mutable_op_resolver.h");
+        let adds = |op: &str| {
+            format!("  TfLiteStatus Add{op}() {{ return AddBuiltin(BuiltinOperator_{op}, Register_{op}(), P); }}\n")
+        };
+        let names =
+            |runtime: &Runtime| -> Vec<String> { runtime.operators.by_code.values().map(|o| o.name.clone()).collect() };
+        std::fs::write(&resolver, adds("ADD")).unwrap();
+        let first = Runtime::at(root).unwrap();
+        assert_eq!(names(&first), ["ADD"]);
+        assert!(first.identity.starts_with("tflm tree "), "{}", first.identity);
+
+        // Same length, same time: the stamp does not move.
+        let time = std::fs::metadata(&resolver).unwrap().modified().unwrap();
+        std::fs::write(&resolver, adds("MUL")).unwrap();
+        std::fs::File::options().write(true).open(&resolver).unwrap().set_modified(time).unwrap();
+        let kept = Runtime::at(root).unwrap();
+        assert_eq!((names(&kept), &kept.identity), (names(&first), &first.identity));
+
+        let later = time + std::time::Duration::from_secs(2);
+        std::fs::File::options().write(true).open(&resolver).unwrap().set_modified(later).unwrap();
+        let read = Runtime::at(root).unwrap();
+        assert_eq!(names(&read), ["MUL"]);
+        assert_ne!(read.identity, first.identity, "the identity is the new sources'");
+        assert_eq!(read.generation(), Generation::Current);
+        assert!(read.builds(Kernels::CmsisNn).unwrap_err().contains("no CMSIS-NN kernels"));
     }
 }

@@ -14,7 +14,7 @@ use harness::run::measurement::{metric, Measurement, Recorded, RECORDED, SINGLE_
 use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
 use harness::spec::models;
-use harness::spec::runtime::{Generation, Runtime, BUNDLED};
+use harness::spec::runtime::{Generation, Runtime, Tree, BUNDLED};
 use harness::target::firmware::{self, Variant};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
@@ -182,7 +182,7 @@ fn the_tail_layouts_match_the_current_tflm() {
     let runtime = current_tflm();
     let sources: Vec<String> = current::DECLARED_IN.iter().map(|s| (*s).to_owned()).collect();
     let layouts = current::layouts();
-    assert_eq!(support::compiled_layouts(runtime.tree.as_ref().unwrap(), &sources, &layouts), layouts);
+    assert_eq!(support::compiled_layouts(&Tree::at(runtime.dir().unwrap()).unwrap(), &sources, &layouts), layouts);
 }
 
 /// TFLM's own `memory_arena_threshold_test.cc` states the arena two models
