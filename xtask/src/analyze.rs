@@ -4,12 +4,13 @@
 use anyhow::{Context, Result};
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
+use harness::model::registry::Operators;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::spec::board::Board;
 use harness::spec::fit;
 use harness::spec::models::{self, ModelSpec, SetSpec};
-use harness::spec::runtime::{Kernels, Runtime};
+use harness::spec::runtime::{Generation, Kernels, Runtime};
 use harness::{report, Workspace};
 
 use crate::exit;
@@ -17,7 +18,13 @@ use crate::exit;
 #[derive(clap::Args)]
 pub struct Args {
     /// A model of the models file, or the path of a .tflite file.
-    model: String,
+    #[arg(required_unless_present = "operators")]
+    model: Option<String>,
+    /// Instead of a model: which operators the analyzer predicts the arena
+    /// of, for the bundled 2020 TFLM and for the current one `--tflm`
+    /// names (its resolver's registrations), as a Markdown table.
+    #[arg(long, conflicts_with_all = ["board", "planner", "kernels", "format"])]
+    operators: bool,
     /// Also show how the arena fits this board's budget and RAM.
     #[arg(long)]
     board: Option<String>,
@@ -53,13 +60,20 @@ pub fn run(args: Args) -> Result<i32> {
     let file = args.config.unwrap_or_else(|| ws.models_file());
     let loaded = models::load(&file)?;
     let runtime = loaded.runtime(args.tflm)?;
-    let found = loaded.models.into_iter().find(|m| m.name == args.model);
+    let Some(name) = args.model else {
+        if runtime.generation() != Generation::Current {
+            anyhow::bail!("--operators: name a current TFLM checkout with --tflm (the table covers its resolver); {runtime} is not one");
+        }
+        print!("{}", report::operator_coverage(&Operators::bundled(), &runtime.operators));
+        return Ok(exit::OK);
+    };
+    let found = loaded.models.into_iter().find(|m| m.name == name);
     if let Some(set) = found.as_ref().and_then(|spec| Some((spec, spec.set.as_ref()?))) {
         return analyze_set(set, &runtime, args.format);
     }
     let (path, planner, kernels) = match found {
         Some(spec) => (spec.file, spec.planner, spec.kernels),
-        None => (std::path::PathBuf::from(&args.model), Planner::Greedy, Kernels::Reference),
+        None => (std::path::PathBuf::from(&name), Planner::Greedy, Kernels::Reference),
     };
     let kernels = args.kernels.as_deref().and_then(Kernels::named).unwrap_or(kernels);
     let board = args.board.as_deref().map(|name| Board::load(&ws, name)).transpose()?;
@@ -79,7 +93,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let model = tflite::read(&bytes).with_context(|| format!("{} is not a TFLite flatbuffer", path.display()))?;
-    let analysis = Analysis::of(&args.model, &model, runtime.generation(), kernel_path, planner)
+    let analysis = Analysis::of(&name, &model, runtime.generation(), kernel_path, planner)
         .with_context(|| format!("cannot analyse {} for {runtime}", path.display()))?;
     let unsupported = runtime.operators.missing(&model);
     // Where the model's least arena is not predicted the fit is not either;

@@ -10,6 +10,9 @@ use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
+use crate::model::registry::Operators;
+use crate::model::tail::cmsis_nn::{self, KernelPath};
+use crate::model::tail::current;
 use crate::run::measurement::{metric, ArenaPrediction, Measurement, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout, Runner};
@@ -730,6 +733,57 @@ pub fn fit(f: &crate::spec::fit::Fit) -> String {
         if f.region == "RAM" { " after the stack" } else { "" },
         verdict(f.region_bytes),
     )
+}
+
+/// Which operators the analyzer predicts the arena of, per TFLM generation,
+/// as a Markdown table with its notes: every operator the bundled 2020
+/// TFLM's `AllOpsResolver` registers (`bundled`) or today's
+/// `MicroMutableOpResolver` does (`current`, read from a checkout), the
+/// latter with reference kernels and with CMSIS-NN's.
+pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
+    let mut notes: Vec<String> = Vec::new();
+    let mut note = |why: &str| -> String {
+        let n = notes.iter().position(|w| w == why).unwrap_or_else(|| {
+            notes.push(why.to_owned());
+            notes.len() - 1
+        });
+        format!("no ({})", n + 1)
+    };
+    let mut rows: Vec<(String, i32)> =
+        bundled.by_code.iter().chain(&current.by_code).map(|(&code, op)| (op.name.clone(), code)).collect();
+    rows.sort();
+    rows.dedup();
+    let mut text = String::from(
+        "| operator | 2020 (bundled) | current, reference kernels | current, CMSIS-NN |\n|---|---|---|---|\n",
+    );
+    let paths = [cmsis_nn::Path::Scalar, cmsis_nn::Path::Dsp, cmsis_nn::Path::Mve];
+    for (name, code) in rows {
+        let old = if bundled.by_code.contains_key(&code) { "yes" } else { "not registered" };
+        let (reference, cmsis) = if !current.by_code.contains_key(&code) {
+            ("not registered".to_owned(), "not registered".to_owned())
+        } else {
+            let why = current::NOT_PREDICTED.iter().find(|(n, _)| *n == name).map(|(_, why)| *why);
+            let reference = match (current::knows(code, KernelPath::Reference), why) {
+                (true, _) => "yes".to_owned(),
+                (false, Some(why)) => note(why),
+                (false, None) => note("not in the prediction's lists"),
+            };
+            let cmsis = if !cmsis_nn::SPECIALIZED.contains(&code) {
+                reference.clone()
+            } else if paths.iter().all(|&p| current::knows(code, KernelPath::CmsisNn(p))) {
+                "yes (CMSIS-NN's kernel)".to_owned()
+            } else {
+                note("what CMSIS-NN's kernel allocates is not in the table yet")
+            };
+            (reference, cmsis)
+        };
+        text += &format!("| {name} | {old} | {reference} | {cmsis} |\n");
+    }
+    text.push('\n');
+    for (i, why) in notes.iter().enumerate() {
+        text += &format!("({}) {why}.\n", i + 1);
+    }
+    text
 }
 
 #[cfg(test)]

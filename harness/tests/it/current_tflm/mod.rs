@@ -7,9 +7,10 @@ use std::path::Path;
 
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
-use harness::model::registry::Operator;
+use harness::model::registry::{Operator, Operators};
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::current;
+use harness::report;
 use harness::run::measurement::{metric, Measurement, Recorded, RECORDED, SINGLE_FRAME};
 use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
@@ -172,6 +173,39 @@ fn the_current_example_models_answer_right_on_the_m7_and_the_host() {
         }
     }
     assert!(results.images.iter().all(|image| image.tflm == runtime.identity));
+}
+
+/// Every builtin operator the checkout's resolver registers is predicted or
+/// listed in `current::NOT_PREDICTED` with why not: a kernel TFLM adds is
+/// named here until it is in one of them. The README's table is the one
+/// `cargo xtask analyze --operators` prints for the checkout.
+#[test]
+fn every_registration_of_the_resolver_is_predicted_or_listed_with_why_not() {
+    let runtime = current_tflm();
+    let listed = |name: &str| current::NOT_PREDICTED.iter().any(|(n, _)| *n == name);
+    let (mut neither, mut both) = (Vec::new(), Vec::new());
+    for (&code, op) in &runtime.operators.by_code {
+        match (current::knows(code, KernelPath::Reference), listed(&op.name)) {
+            (false, false) => neither.push(op.name.as_str()),
+            (true, true) => both.push(op.name.as_str()),
+            _ => {}
+        }
+    }
+    assert!(neither.is_empty(), "registered, neither predicted nor in current::NOT_PREDICTED: {neither:?}");
+    assert!(both.is_empty(), "predicted and also in current::NOT_PREDICTED: {both:?}");
+    let unregistered: Vec<&str> = current::NOT_PREDICTED
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !runtime.operators.by_code.values().any(|o| o.name == *n))
+        .collect();
+    assert!(unregistered.is_empty(), "in current::NOT_PREDICTED, not registered by the checkout: {unregistered:?}");
+
+    let table = report::operator_coverage(&Operators::bundled(), &runtime.operators);
+    let readme = std::fs::read_to_string(ws().root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&table),
+        "README.md does not hold the table `cargo xtask analyze --operators --tflm` prints:\n{table}"
+    );
 }
 
 /// Every type of the current prediction, compiled against the checkout: the
