@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod fuzz;
+pub mod operator_models;
 pub mod planner;
 pub mod registry;
 pub mod tail;

@@ -203,6 +203,25 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
     assert_eq!(capacity("hello-auto"), suggested);
 }
 
+/// The one-operator models of `firmware/models/ops/` are what their
+/// generator writes (rewrite them with `HILMEM_BLESS=1 cargo xtask test --
+/// operator_models`), and the models file there runs each of them.
+#[test]
+fn the_operator_models_are_what_their_generator_writes() {
+    let dir = ws().root().join("firmware/models/ops");
+    let file = harness::spec::models::load(&dir.join("hil.toml")).unwrap();
+    let generated = harness::model::operator_models::operator_models();
+    for (stem, bytes) in &generated {
+        let path = dir.join(format!("{stem}.tflite"));
+        if std::env::var_os("HILMEM_BLESS").is_some() {
+            std::fs::write(&path, bytes).unwrap();
+        }
+        assert!(std::fs::read(&path).is_ok_and(|on_disk| on_disk == *bytes), "{} is stale; bless it", path.display());
+        assert!(file.models.iter().any(|m| m.file == path), "{}: no model of hil.toml runs it", path.display());
+    }
+    assert_eq!(file.models.len(), generated.len(), "a model of {} that the generator does not write", dir.display());
+}
+
 /// The branching example model is what its generator writes (rewrite it
 /// with `HILMEM_BLESS=1 cargo xtask test -- branching`).
 #[test]

@@ -77,6 +77,11 @@ const fn kernel(code: i32, options: Option<Layout>, op_data: Option<Layout>, pre
     Kernel { code, options, op_data, prepare }
 }
 
+/// A kernel whose parser, `Init` and `Prepare` allocate nothing in the arena.
+const fn allocates_nothing(code: i32) -> Kernel {
+    kernel(code, None, None, Prepare::Nothing)
+}
+
 const ADD_PARAMS: Layout = layout("TfLiteAddParams", 2, 1);
 const POOL_PARAMS: Layout = layout("TfLitePoolParams", 40, 4);
 const CONV_PARAMS: Layout = layout("TfLiteConvParams", 28, 4);
@@ -87,6 +92,7 @@ const FULLY_CONNECTED_PARAMS: Layout = layout("TfLiteFullyConnectedParams", 5, 1
 const OP_DATA_FULLY_CONNECTED: Layout = layout("tflite::OpDataFullyConnected", 48, 4);
 const OP_DATA_CONV: Layout = layout("tflite::OpDataConv", 56, 4);
 const OP_DATA_POOLING: Layout = layout("tflite::OpDataPooling", 32, 4);
+const LEAKY_RELU_PARAMS: Layout = layout("TfLiteLeakyReluParams", 4, 4);
 
 /// The kernels whose allocations the prediction knows.
 pub const KERNELS: &[Kernel] = &[
@@ -95,21 +101,42 @@ pub const KERNELS: &[Kernel] = &[
     kernel(3, Some(CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
     kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
     kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
+    allocates_nothing(8), // FLOOR
     kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(OP_DATA_FULLY_CONNECTED), Prepare::PerChannelWhenQuantized),
+    kernel(14, None, Some(layout("tflite::OpDataLogistic", 16, 4)), Prepare::Nothing),
     kernel(17, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
+    kernel(18, Some(layout("TfLiteMulParams", 1, 1)), Some(layout("tflite::OpDataMul", 36, 4)), Prepare::Nothing),
+    kernel(19, None, Some(layout("tflite::ReluOpData", 28, 4)), Prepare::Nothing),
+    kernel(21, None, Some(layout("tflite::Relu6OpData", 8, 4)), Prepare::Nothing),
     kernel(22, Some(layout("TfLiteReshapeParams", 36, 4)), None, Prepare::Nothing),
     kernel(25, Some(SOFTMAX_PARAMS), Some(layout("tflite::SoftmaxParams", 56, 8)), Prepare::Int16Tables),
     kernel(27, Some(SVDF_PARAMS), Some(layout("tflite::OpDataSvdf", 36, 4)), Prepare::Svdf),
     kernel(40, Some(layout("TfLiteReducerParams", 1, 1)), Some(layout("tflite::OpDataReduce", 44, 4)), Prepare::Reduce),
+    kernel(41, Some(layout("TfLiteSubParams", 2, 1)), Some(layout("tflite::OpDataSub", 52, 4)), Prepare::Nothing),
+    kernel(43, Some(layout("TfLiteSqueezeParams", 36, 4)), None, Prepare::Nothing),
     kernel(
         45,
         Some(layout("TfLiteStridedSliceParams", 24, 4)),
         Some(layout("tflite::StridedSliceParams", 84, 4)),
         Prepare::Nothing,
     ),
+    allocates_nothing(47), // EXP
+    allocates_nothing(55), // MAXIMUM
+    allocates_nothing(57), // MINIMUM
+    allocates_nothing(59), // NEG
+    allocates_nothing(66), // SIN
+    allocates_nothing(73), // LOG
+    allocates_nothing(75), // SQRT
     kernel(77, Some(layout("TfLiteShapeParams", 1, 1)), None, Prepare::Nothing),
     kernel(83, Some(layout("TfLitePackParams", 8, 4)), None, Prepare::Nothing),
+    allocates_nothing(92), // SQUARE
+    allocates_nothing(93), // ZEROS_LIKE
+    kernel(98, Some(LEAKY_RELU_PARAMS), Some(layout("tflite::LeakyReluOpData", 24, 4)), Prepare::Nothing),
+    allocates_nothing(104), // CEIL
+    allocates_nothing(108), // COS
     kernel(114, None, Some(layout("tflite::OpDataQuantizeReference", 32, 8)), Prepare::Nothing),
+    allocates_nothing(116), // ROUND
+    kernel(117, None, Some(layout("tflite::HardSwishParams", 20, 4)), Prepare::Nothing),
 ];
 
 /// CMSIS-NN's kernels whose allocations the prediction knows, on each
@@ -167,9 +194,7 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("BROADCAST_TO", NOT_READ),
     ("CALL_ONCE", OTHER_SUBGRAPHS),
     ("CAST", NOT_READ),
-    ("CEIL", NOT_READ),
     ("CONCATENATION", NOT_READ),
-    ("COS", NOT_READ),
     ("CUMSUM", NOT_READ),
     ("DEPTH_TO_SPACE", NOT_READ),
     ("DIV", NOT_READ),
@@ -177,34 +202,24 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("ELU", NOT_READ),
     ("EMBEDDING_LOOKUP", NOT_READ),
     ("EQUAL", NOT_READ),
-    ("EXP", NOT_READ),
     ("EXPAND_DIMS", NOT_READ),
     ("FILL", NOT_READ),
-    ("FLOOR", NOT_READ),
     ("FLOOR_DIV", NOT_READ),
     ("FLOOR_MOD", NOT_READ),
     ("GATHER", NOT_READ),
     ("GATHER_ND", NOT_READ),
     ("GREATER", NOT_READ),
     ("GREATER_EQUAL", NOT_READ),
-    ("HARD_SWISH", NOT_READ),
     ("IF", OTHER_SUBGRAPHS),
     ("L2_NORMALIZATION", NOT_READ),
     ("L2_POOL_2D", NOT_READ),
-    ("LEAKY_RELU", NOT_READ),
     ("LESS", NOT_READ),
     ("LESS_EQUAL", NOT_READ),
-    ("LOG", NOT_READ),
     ("LOGICAL_AND", NOT_READ),
     ("LOGICAL_NOT", NOT_READ),
     ("LOGICAL_OR", NOT_READ),
-    ("LOGISTIC", NOT_READ),
     ("LOG_SOFTMAX", NOT_READ),
-    ("MAXIMUM", NOT_READ),
-    ("MINIMUM", NOT_READ),
     ("MIRROR_PAD", NOT_READ),
-    ("MUL", NOT_READ),
-    ("NEG", NOT_READ),
     ("NOT_EQUAL", NOT_READ),
     ("PAD", NOT_READ),
     ("PADV2", NOT_READ),
@@ -213,25 +228,17 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("REDUCE_ALL", NOT_READ),
     ("REDUCE_MAX", NOT_READ),
     ("REDUCE_MIN", NOT_READ),
-    ("RELU", NOT_READ),
-    ("RELU6", NOT_READ),
     ("RESIZE_BILINEAR", NOT_READ),
     ("RESIZE_NEAREST_NEIGHBOR", NOT_READ),
     ("REVERSE_V2", NOT_READ),
-    ("ROUND", NOT_READ),
     ("RSQRT", NOT_READ),
     ("SELECT_V2", NOT_READ),
-    ("SIN", NOT_READ),
     ("SLICE", NOT_READ),
     ("SPACE_TO_BATCH_ND", NOT_READ),
     ("SPACE_TO_DEPTH", NOT_READ),
     ("SPLIT", NOT_READ),
     ("SPLIT_V", NOT_READ),
-    ("SQRT", NOT_READ),
-    ("SQUARE", NOT_READ),
     ("SQUARED_DIFFERENCE", NOT_READ),
-    ("SQUEEZE", NOT_READ),
-    ("SUB", NOT_READ),
     ("SUM", NOT_READ),
     ("TANH", NOT_READ),
     ("TRANSPOSE", NOT_READ),
@@ -240,7 +247,6 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("UNPACK", NOT_READ),
     ("VAR_HANDLE", NOT_READ),
     ("WHILE", OTHER_SUBGRAPHS),
-    ("ZEROS_LIKE", NOT_READ),
 ];
 
 /// Whether the prediction knows the kernel of builtin `code` with
@@ -257,15 +263,21 @@ pub const DECLARED_IN: &[&str] = &[
     "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h",
     "tensorflow/lite/micro/memory_planner/linear_memory_planner.h",
     "tensorflow/lite/micro/recording_micro_allocator.h",
+    "tensorflow/lite/micro/kernels/activations.h",
     "tensorflow/lite/micro/kernels/add.h",
     "tensorflow/lite/micro/kernels/conv.h",
     "tensorflow/lite/micro/kernels/dequantize.h",
     "tensorflow/lite/micro/kernels/fully_connected.h",
+    "tensorflow/lite/micro/kernels/hard_swish.h",
+    "tensorflow/lite/micro/kernels/leaky_relu.h",
+    "tensorflow/lite/micro/kernels/logistic.h",
+    "tensorflow/lite/micro/kernels/mul.h",
     "tensorflow/lite/micro/kernels/pooling.h",
     "tensorflow/lite/micro/kernels/quantize.h",
     "tensorflow/lite/micro/kernels/reduce.h",
     "tensorflow/lite/micro/kernels/softmax.h",
     "tensorflow/lite/micro/kernels/strided_slice.h",
+    "tensorflow/lite/micro/kernels/sub.h",
     "tensorflow/lite/micro/kernels/svdf.h",
 ];
 
