@@ -347,7 +347,6 @@ pub fn analyzer(models: &[(String, Vec<u8>)]) -> Result<Vec<AnalyzerTiming>, cra
 #[derive(Debug, Clone)]
 pub struct TreeTiming {
     pub model: String,
-    pub runs: u32,
     /// The tree read, its kept facts removed first (every run, before they
     /// were kept).
     pub read: Duration,
@@ -416,7 +415,7 @@ fn time_analyze(
             read += analyze()?;
             kept += analyze()?;
         }
-        timings.push(TreeTiming { model: name.clone(), runs, read: read / runs, kept: kept / runs });
+        timings.push(TreeTiming { model: name.clone(), read: read / runs, kept: kept / runs });
     }
     Ok(timings)
 }

@@ -117,24 +117,26 @@ impl Runtime {
         }
         let stamp = tree_stamp(&root);
         let file = kept_facts(&root);
+        // A kept file of another stamp, or one this program cannot read
+        // whole, is read again.
         let kept = std::fs::read(&file).ok().and_then(|bytes| serde_json::from_slice::<Kept>(&bytes).ok());
-        let kept = match kept.filter(|k| k.stamp == stamp) {
+        let kept = kept.and_then(|k| Some((Generation::named(&k.generation)?, k))).filter(|(_, k)| k.stamp == stamp);
+        let (generation, kept) = match kept {
             Some(kept) => kept,
             None => {
-                let kept = Runtime::read(&root, stamp)?;
+                let (generation, kept) = Runtime::read(&root, stamp)?;
                 // A cache that cannot be written only costs the next run a read.
                 let _ = std::fs::create_dir_all(file.parent().unwrap());
                 let _ = fsutil::write_atomic(&file, &serde_json::to_vec(&kept).expect("kept facts serialize"));
-                kept
+                (generation, kept)
             }
         };
-        let generation = Generation::named(&kept.generation).ok_or("a kept generation hilmem does not name")?;
         let tree = CheckedTree { root, generation, planner_given: kept.planner_given, cmsis_nn: kept.cmsis_nn };
         Ok(Runtime { tree: Some(tree), identity: kept.identity, operators: kept.operators })
     }
 
     /// What a run needs of the tree at `root`, read from it.
-    fn read(root: &Path, stamp: String) -> Result<Kept, String> {
+    fn read(root: &Path, stamp: String) -> Result<(Generation, Kept), String> {
         let tree = Tree::at(root)?;
         let identity = match gitrepo::checkout_head(root, STAMPED_DIRS) {
             Some((commit, modified)) => {
@@ -148,7 +150,7 @@ impl Runtime {
         };
         let cmsis_nn = Tree::built(root, Kernels::CmsisNn, Some(CHECKED_ARCH)).map(|_| ());
         let (generation, planner_given) = (tree.generation.name().to_owned(), tree.api.planner_given);
-        Ok(Kept { stamp, identity, generation, planner_given, cmsis_nn, operators })
+        Ok((tree.generation, Kept { stamp, identity, generation, planner_given, cmsis_nn, operators }))
     }
 
     pub fn generation(&self) -> Generation {
