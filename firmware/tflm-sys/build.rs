@@ -22,7 +22,10 @@
 //! objects are kept there under a key of those inputs and shared by every
 //! firmware build that uses the same toolchain; a build compiles only the
 //! objects no earlier build left there, and archives its own `libtflm.a`.
-//! The shim is cached the same way, keyed also by the model's resolver.
+//! The shim is cached the same way, keyed also by the model's resolver; the
+//! TFLM headers it includes first are precompiled once per flag set (a
+//! shim is compiled per model resolver, and those headers were most of its
+//! compile time), which leaves its object as it is without them.
 
 use std::collections::hash_map::DefaultHasher;
 use std::env;
@@ -40,6 +43,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_KERNELS");
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_ARCH");
     println!("cargo:rerun-if-changed=shim/shim.cc");
+    println!("cargo:rerun-if-changed={SHIM_HEADER}");
     println!("cargo:rerun-if-changed=tree.rs");
 
     let bare_metal = env::var("CARGO_CFG_TARGET_OS").unwrap() == "none";
@@ -132,13 +136,11 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
 fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, bool), objects_dir: &Path) -> PathBuf {
     let (bare_metal, recording) = build;
     let source = PathBuf::from("shim/shim.cc");
-    let read = |file: &Path| fs::read(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     let mut key = DefaultHasher::new();
-    (read(&source), read(ops), bare_metal, recording).hash(&mut key);
+    (read(&source), read(Path::new(SHIM_HEADER)), read(ops), bare_metal, recording).hash(&mut key);
     let object = objects_dir.join(format!("shim-{:016x}.o", key.finish()));
     if !object.exists() {
         let mut shim = build_for(tree, includes, true, None);
-        shim.include(ops.parent().unwrap());
         if bare_metal {
             shim.define("HILMEM_BARE_METAL", None);
         }
@@ -149,6 +151,8 @@ fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, boo
         if recording {
             shim.define("HILMEM_TFLM_RECORDING", None);
         }
+        let header = precompiled_header(&mut shim, objects_dir);
+        shim.flag("-include").flag(header.display().to_string()).include(ops.parent().unwrap());
         compile_to(
             shim,
             &[(source, object.clone())],
@@ -156,6 +160,52 @@ fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, boo
         );
     }
     object
+}
+
+/// The TFLM headers the shim includes first (`shim/shim_tflm.h`).
+const SHIM_HEADER: &str = "shim/shim_tflm.h";
+
+/// A copy of [`SHIM_HEADER`] beside its precompiled form, made with the
+/// shim's flags (`shim`, to which it adds the flag that names the copy's
+/// directory as the header's own in the object), in `objects_dir` under a
+/// key of the header's text and those flags: every shim compiled with the
+/// same flags (one per model resolver) includes it first. The header then
+/// costs its parse once per toolchain and variant, not once per model; the
+/// object is the one compiled without it, since `shim.cc` includes the
+/// same header first (its guard makes that a no-op).
+fn precompiled_header(shim: &mut cc::Build, objects_dir: &Path) -> PathBuf {
+    let text = read(Path::new(SHIM_HEADER));
+    let mut key = DefaultHasher::new();
+    (&text, shim.get_compiler().args()).hash(&mut key);
+    let dir = objects_dir.join(format!("pch-{:016x}", key.finish()));
+    shim.flag(format!("-ffile-prefix-map={}=tflm-sys/shim", dir.display()));
+    let header = dir.join("shim_tflm.h");
+    let precompiled = dir.join("shim_tflm.h.gch");
+    if !precompiled.exists() {
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        // Made under names of this process's, then renamed: builds that
+        // make the same header side by side each leave a whole one.
+        let partial = |path: &Path| path.with_extension(format!("partial-{}", std::process::id()));
+        fs::write(partial(&header), &text).unwrap_or_else(|e| panic!("cannot write {}: {e}", header.display()));
+        fs::rename(partial(&header), &header).unwrap_or_else(|e| panic!("cannot store {}: {e}", header.display()));
+        let status = shim
+            .get_compiler()
+            .to_command()
+            .args(["-x", "c++-header"])
+            .arg(&header)
+            .arg("-o")
+            .arg(partial(&precompiled))
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run the compiler on {}: {e}", header.display()));
+        assert!(status.success(), "the compiler failed on {}", header.display());
+        fs::rename(partial(&precompiled), &precompiled)
+            .unwrap_or_else(|e| panic!("cannot store {}: {e}", precompiled.display()));
+    }
+    header
+}
+
+fn read(file: &Path) -> Vec<u8> {
+    fs::read(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()))
 }
 
 /// A static library of `objects`, in their order.
