@@ -46,7 +46,8 @@ fn one_operator(code: i32, operands: usize, quantized: Option<[(f32, i64); 2]>, 
 }
 
 /// Each one-operator model, by its file's stem: unary operators take the
-/// input once, binary ones (MUL, SUB, MAXIMUM, MINIMUM) twice. MUL's int8
+/// input once, binary ones (MUL, SUB, DIV, FLOOR_DIV, FLOOR_MOD, MAXIMUM,
+/// MINIMUM, and PRELU, whose alpha is the input) twice. MUL's int8
 /// model squares in steps of 1/64 into steps of 1/32; LOGISTIC's int8 output
 /// has the scale and zero point its kernel requires (1/256, -128).
 pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
@@ -57,6 +58,12 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         ("logistic_int8", one_operator(14, 1, Some([(1.0 / 16.0, 0), (1.0 / 256.0, -128)]), &SHAPE)),
         float("logistic_float", 14, 1),
         float("sub_float", 41, 2),
+        float("div_float", 42, 2),
+        float("floor_div_float", 90, 2),
+        float("floor_mod_float", 95, 2),
+        float("prelu_float", 54, 2),
+        float("abs_float", 101, 1),
+        float("rsqrt_float", 76, 1),
         float("maximum_float", 55, 2),
         float("minimum_float", 57, 2),
         float("relu_float", 19, 1),
