@@ -64,6 +64,8 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         float("prelu_float", 54, 2),
         float("abs_float", 101, 1),
         float("rsqrt_float", 76, 1),
+        float("l2_normalization_float", 11, 1),
+        float("cast_float", 53, 1),
         float("maximum_float", 55, 2),
         float("minimum_float", 57, 2),
         float("relu_float", 19, 1),

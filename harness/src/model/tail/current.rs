@@ -103,6 +103,12 @@ pub const KERNELS: &[Kernel] = &[
     kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
     kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
     allocates_nothing(8), // FLOOR
+    kernel(
+        11,
+        Some(layout("TfLiteL2NormParams", 1, 1)),
+        Some(layout("tflite::L2NormalizationParams", 4, 4)),
+        Prepare::Nothing,
+    ),
     kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(OP_DATA_FULLY_CONNECTED), Prepare::PerChannelWhenQuantized),
     kernel(14, None, Some(layout("tflite::OpDataLogistic", 16, 4)), Prepare::Nothing),
     kernel(17, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
@@ -123,6 +129,7 @@ pub const KERNELS: &[Kernel] = &[
         Prepare::Nothing,
     ),
     allocates_nothing(47), // EXP
+    kernel(53, Some(layout("TfLiteCastParams", 2, 1)), None, Prepare::Nothing),
     kernel(54, None, Some(layout("tflite::PreluParams", 28, 4)), Prepare::Nothing),
     allocates_nothing(55), // MAXIMUM
     allocates_nothing(57), // MINIMUM
@@ -201,7 +208,6 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("BROADCAST_ARGS", NOT_READ),
     ("BROADCAST_TO", NOT_READ),
     ("CALL_ONCE", OTHER_SUBGRAPHS),
-    ("CAST", NOT_READ),
     ("CONCATENATION", NOT_READ),
     ("CUMSUM", NOT_READ),
     ("DEPTH_TO_SPACE", NOT_READ),
@@ -216,7 +222,6 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("GREATER", NOT_READ),
     ("GREATER_EQUAL", NOT_READ),
     ("IF", OTHER_SUBGRAPHS),
-    ("L2_NORMALIZATION", NOT_READ),
     ("L2_POOL_2D", NOT_READ),
     ("LESS", NOT_READ),
     ("LESS_EQUAL", NOT_READ),
