@@ -47,7 +47,8 @@ fn one_operator(code: i32, operands: usize, quantized: Option<[(f32, i64); 2]>, 
 
 /// Each one-operator model, by its file's stem: unary operators take the
 /// input once, binary ones (MUL, SUB, DIV, FLOOR_DIV, FLOOR_MOD, MAXIMUM,
-/// MINIMUM, and PRELU, whose alpha is the input) twice. MUL's int8
+/// MINIMUM, SQUARED_DIFFERENCE, PRELU, whose alpha is the input, and
+/// CONCATENATION, along axis 0) twice. MUL's int8
 /// model squares in steps of 1/64 into steps of 1/32; LOGISTIC's int8 output
 /// has the scale and zero point its kernel requires (1/256, -128).
 pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
@@ -66,6 +67,10 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         float("rsqrt_float", 76, 1),
         float("l2_normalization_float", 11, 1),
         float("cast_float", 53, 1),
+        float("tanh_float", 28, 1),
+        float("elu_float", 111, 1),
+        float("squared_difference_float", 99, 2),
+        ("concatenation_float", one_operator(2, 2, None, &[2, 4])),
         float("maximum_float", 55, 2),
         float("minimum_float", 57, 2),
         float("relu_float", 19, 1),

@@ -10,16 +10,23 @@ pub mod tfmicro2020;
 
 use crate::model::tflite::{Tensor, INT8};
 
-/// A C++ type of TFLM on 32-bit Arm.
+/// A C++ type of TFLM on 32-bit Arm, and the source that declares it where
+/// it is private to one (a kernel's `OpData` often is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub cxx: &'static str,
     pub bytes: usize,
     pub align: usize,
+    pub private_to: Option<&'static str>,
 }
 
 const fn layout(cxx: &'static str, bytes: usize, align: usize) -> Layout {
-    Layout { cxx, bytes, align }
+    Layout { cxx, bytes, align, private_to: None }
+}
+
+/// A type declared in `source` (a path in the tree), not in a header.
+const fn private(source: &'static str, cxx: &'static str, bytes: usize, align: usize) -> Layout {
+    Layout { cxx, bytes, align, private_to: Some(source) }
 }
 
 /// The tail as it grows down from the arena's end (which hilmem keeps

@@ -3,13 +3,14 @@
 //! firmware builds and runs against it, and the comparison with the
 //! baselines measured on the bundled TFLM names the change first.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::registry::{Operator, Operators};
 use harness::model::tail::cmsis_nn::KernelPath;
-use harness::model::tail::current;
+use harness::model::tail::{current, Layout};
 use harness::model::tflite;
 use harness::report;
 use harness::run::measurement::{metric, Measurement, Recorded, RECORDED, SINGLE_FRAME};
@@ -251,14 +252,37 @@ fn every_registration_of_the_resolver_is_predicted_or_listed_with_why_not() {
 }
 
 /// Every type of the current prediction, compiled against the checkout: the
-/// headers that declare them, and the allocator's source for the one private
-/// to it.
+/// headers that declare them, and each source for the types private to it
+/// (the allocator's, kernels' `OpData`).
 #[test]
 fn the_tail_layouts_match_the_current_tflm() {
     let runtime = current_tflm();
-    let sources: Vec<String> = current::DECLARED_IN.iter().map(|s| (*s).to_owned()).collect();
+    let tree = Tree::at(runtime.dir().unwrap()).unwrap();
     let layouts = current::layouts();
-    assert_eq!(support::compiled_layouts(&Tree::at(runtime.dir().unwrap()).unwrap(), &sources, &layouts), layouts);
+    // The public types in one compile of the headers; each source's private
+    // ones in a compile of that source alone (kernels' sources declare the
+    // same names in their anonymous namespaces), side by side.
+    let mut by_source: BTreeMap<Option<&str>, Vec<Layout>> = BTreeMap::new();
+    for layout in &layouts {
+        by_source.entry(layout.private_to).or_default().push(*layout);
+    }
+    let compiled: Vec<Layout> = std::thread::scope(|s| {
+        let compiles: Vec<_> = by_source
+            .iter()
+            .map(|(source, layouts)| {
+                let sources: Vec<String> = match source {
+                    Some(source) => vec![(*source).to_owned()],
+                    None => current::DECLARED_IN.iter().map(|s| (*s).to_owned()).collect(),
+                };
+                let tree = &tree;
+                s.spawn(move || support::compiled_layouts(tree, &sources, layouts))
+            })
+            .collect();
+        compiles.into_iter().flat_map(|c| c.join().unwrap()).collect()
+    });
+    let expected = by_source.into_values().flatten();
+    let wrong: Vec<(Layout, Layout)> = expected.zip(compiled).filter(|(e, c)| e != c).collect();
+    assert!(wrong.is_empty(), "the table's layout, then the compiler's: {wrong:#?}");
 }
 
 /// TFLM's own `memory_arena_threshold_test.cc` states the arena two models
