@@ -101,21 +101,21 @@ const OP_DATA_ABS_RSQRT: Layout =
 pub const KERNELS: &[Kernel] = &[
     kernel(0, Some(ADD_PARAMS), Some(layout("tflite::OpDataAdd", 60, 4)), Prepare::Nothing),
     kernel(1, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
-    kernel(3, Some(CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
-    kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
-    kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
-    allocates_nothing(8), // FLOOR
-    kernel(
-        11,
-        Some(layout("TfLiteL2NormParams", 1, 1)),
-        Some(layout("tflite::L2NormalizationParams", 4, 4)),
-        Prepare::Nothing,
-    ),
-    kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(OP_DATA_FULLY_CONNECTED), Prepare::PerChannelWhenQuantized),
     kernel(
         2,
         Some(layout("TfLiteConcatenationParams", 8, 4)),
         Some(private("tensorflow/lite/micro/kernels/concatenation.cc", "tflite::OpData", 24, 4)),
+        Prepare::Nothing,
+    ),
+    kernel(3, Some(CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
+    kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
+    kernel(6, None, Some(layout("tflite::DequantizeOpData", 32, 8)), Prepare::Nothing),
+    allocates_nothing(8), // FLOOR
+    kernel(9, Some(FULLY_CONNECTED_PARAMS), Some(OP_DATA_FULLY_CONNECTED), Prepare::PerChannelWhenQuantized),
+    kernel(
+        11,
+        Some(layout("TfLiteL2NormParams", 1, 1)),
+        Some(layout("tflite::L2NormalizationParams", 4, 4)),
         Prepare::Nothing,
     ),
     kernel(14, None, Some(layout("tflite::OpDataLogistic", 16, 4)), Prepare::Nothing),
@@ -126,8 +126,8 @@ pub const KERNELS: &[Kernel] = &[
     kernel(22, Some(layout("TfLiteReshapeParams", 36, 4)), None, Prepare::Nothing),
     kernel(25, Some(SOFTMAX_PARAMS), Some(layout("tflite::SoftmaxParams", 56, 8)), Prepare::Int16Tables),
     kernel(27, Some(SVDF_PARAMS), Some(layout("tflite::OpDataSvdf", 36, 4)), Prepare::Svdf),
-    kernel(40, Some(layout("TfLiteReducerParams", 1, 1)), Some(layout("tflite::OpDataReduce", 44, 4)), Prepare::Reduce),
     kernel(28, None, Some(private("tensorflow/lite/micro/kernels/tanh.cc", "tflite::OpData", 16, 4)), Prepare::Nothing),
+    kernel(40, Some(layout("TfLiteReducerParams", 1, 1)), Some(layout("tflite::OpDataReduce", 44, 4)), Prepare::Reduce),
     kernel(41, Some(layout("TfLiteSubParams", 2, 1)), Some(layout("tflite::OpDataSub", 52, 4)), Prepare::Nothing),
     kernel(
         42,
