@@ -2,7 +2,9 @@
 //! crate's builder: the synthetic models of the analyzer's tests and
 //! benchmark, and an independent check of the reader (what one writes, the
 //! other must read back unchanged). Buffers are written zero-filled, but
-//! for the offline plan's.
+//! for the offline plan's and those whose bytes the caller gives.
+
+use std::collections::BTreeMap;
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
@@ -14,6 +16,12 @@ const fn slot(index: u16) -> u16 {
 }
 
 pub fn write(model: &Model) -> Vec<u8> {
+    write_with_data(model, &BTreeMap::new())
+}
+
+/// As [`write`], with the bytes of the buffers `data` names by index (a
+/// constant tensor's values), each as long as the model says its buffer is.
+pub fn write_with_data(model: &Model, data: &BTreeMap<usize, Vec<u8>>) -> Vec<u8> {
     let mut fb = FlatBufferBuilder::new();
     let codes: Vec<_> = model
         .operator_codes
@@ -40,8 +48,12 @@ pub fn write(model: &Model) -> Vec<u8> {
         .iter()
         .enumerate()
         .map(|(b, &len)| {
-            let bytes = match (&model.offline_plan, plan) {
-                (Some(offsets), Some(p)) if p == b => offline::encode(offsets),
+            let bytes = match (&model.offline_plan, plan, data.get(&b)) {
+                (Some(offsets), Some(p), _) if p == b => offline::encode(offsets),
+                (_, _, Some(bytes)) => {
+                    assert_eq!(bytes.len(), len, "the data given for buffer {b}");
+                    bytes.clone()
+                }
                 _ => vec![0u8; len],
             };
             let data = (!bytes.is_empty()).then(|| fb.create_vector(&bytes));
