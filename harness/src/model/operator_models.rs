@@ -6,57 +6,151 @@
 //! each an input and its answer, so that a test holds the prediction to
 //! TFLM's figures on the Cortex-M7.
 
+use std::collections::BTreeMap;
+
 use crate::model::tflite::{self, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, FLOAT32, INT8};
 
-/// The shape of every model's input (and output, but SQUEEZE's).
+/// The shape of most models' input (and output).
 const SHAPE: [i32; 2] = [1, 4];
 
-/// One operator of builtin `code` from the graph's input (fed to each of
-/// its `operands`) to its output of shape `output`; int8 with the (scale,
-/// zero point) of input and output given, else float32. Operator options
-/// are left out: each kernel's defaults.
-fn one_operator(code: i32, operands: usize, quantized: Option<[(f32, i64); 2]>, output: &[i32]) -> Vec<u8> {
-    let tensor = |name: &str, shape: &[i32], i: usize| match quantized {
-        Some(q) => Tensor {
-            quantization: Quantization { scale: vec![q[i].0], zero_point: vec![q[i].1], dimension: 0 },
-            ..Tensor::plain(name, shape, INT8, 0)
-        },
-        None => Tensor::plain(name, shape, FLOAT32, 0),
-    };
-    tflite::write(&Model {
-        version: 3,
-        description: Some(format!("hilmem one-operator model: {}", tflite::builtin_name(code))),
-        metadata: vec![],
-        operator_codes: vec![OperatorCode { builtin: code, custom: None, version: 1 }],
-        subgraphs: vec![Subgraph {
-            tensors: vec![tensor("input", &SHAPE, 0), tensor("output", output, 1)],
-            inputs: vec![0],
-            outputs: vec![1],
-            operators: vec![Operator {
-                opcode_index: 0,
-                inputs: vec![0; operands],
-                outputs: vec![1],
-                options: 0,
-                window: None,
-            }],
-        }],
-        buffers: vec![0],
-        offline_plan: None,
-    })
+/// `TensorType` codes of the constants the models hold.
+const INT32: u8 = 2;
+const BOOL: u8 = 6;
+
+/// An input of the operator: the graph's input, or a constant tensor.
+#[derive(Debug, Clone)]
+enum Operand {
+    Input,
+    Constant { kind: u8, shape: Vec<i32>, data: Vec<u8> },
 }
 
-/// Each one-operator model, by its file's stem: unary operators take the
-/// input once, binary ones (MUL, SUB, DIV, FLOOR_DIV, FLOOR_MOD, MAXIMUM,
-/// MINIMUM, SQUARED_DIFFERENCE, PRELU, whose alpha is the input, and
-/// CONCATENATION, along axis 0) twice. MUL's int8
-/// model squares in steps of 1/64 into steps of 1/32; LOGISTIC's int8 output
-/// has the scale and zero point its kernel requires (1/256, -128).
+/// An int32 constant (axes, paddings, permutations, sizes, indices).
+fn int32s(shape: &[i32], values: &[i32]) -> Operand {
+    let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Operand::Constant { kind: INT32, shape: shape.to_vec(), data }
+}
+
+fn floats(shape: &[i32], values: &[f32]) -> Operand {
+    let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Operand::Constant { kind: FLOAT32, shape: shape.to_vec(), data }
+}
+
+fn bools(shape: &[i32], values: &[bool]) -> Operand {
+    Operand::Constant { kind: BOOL, shape: shape.to_vec(), data: values.iter().map(|&b| u8::from(b)).collect() }
+}
+
+/// A model of one operator of builtin `code`: the graph's input, of shape
+/// `input`, and constants are its `operands`; its outputs have the shapes
+/// `outputs` and type `output_kind`, and all are the graph's. int8 with the (scale, zero point) of
+/// input and output given, else float32. Operator options are left out:
+/// each kernel's defaults.
+struct OneOperator<'a> {
+    code: i32,
+    input: &'a [i32],
+    operands: Vec<Operand>,
+    outputs: Vec<&'a [i32]>,
+    output_kind: u8,
+    quantized: Option<[(f32, i64); 2]>,
+}
+
+impl OneOperator<'_> {
+    /// `code` on float32 tensors of [`SHAPE`], taking the input `operands`
+    /// times, its output of shape `output`.
+    fn float(code: i32, operands: usize, output: &[i32]) -> OneOperator<'_> {
+        OneOperator {
+            code,
+            input: &SHAPE,
+            operands: vec![Operand::Input; operands],
+            outputs: vec![output],
+            output_kind: FLOAT32,
+            quantized: None,
+        }
+    }
+
+    fn write(&self) -> Vec<u8> {
+        let tensor = |name: &str, shape: &[i32], kind: u8, i: usize| match self.quantized {
+            Some(q) => Tensor {
+                quantization: Quantization { scale: vec![q[i].0], zero_point: vec![q[i].1], dimension: 0 },
+                ..Tensor::plain(name, shape, INT8, 0)
+            },
+            None => Tensor::plain(name, shape, kind, 0),
+        };
+        let mut tensors = vec![tensor("input", self.input, FLOAT32, 0)];
+        for (i, shape) in self.outputs.iter().enumerate() {
+            let name = if i == 0 { "output".to_owned() } else { format!("output{i}") };
+            tensors.push(tensor(&name, shape, self.output_kind, 1));
+        }
+        let outputs: Vec<i32> = (1..tensors.len() as i32).collect();
+        let (mut buffers, mut data) = (vec![0], BTreeMap::new());
+        let inputs = self
+            .operands
+            .iter()
+            .map(|operand| match operand {
+                Operand::Input => 0,
+                Operand::Constant { kind, shape, data: bytes } => {
+                    let buffer = buffers.len();
+                    let name = format!("constant{buffer}");
+                    tensors.push(Tensor::plain(&name, shape, *kind, buffer as u32));
+                    buffers.push(bytes.len());
+                    data.insert(buffer, bytes.clone());
+                    tensors.len() as i32 - 1
+                }
+            })
+            .collect();
+        let model = Model {
+            version: 3,
+            description: Some(format!("hilmem one-operator model: {}", tflite::builtin_name(self.code))),
+            metadata: vec![],
+            operator_codes: vec![OperatorCode { builtin: self.code, custom: None, version: 1 }],
+            subgraphs: vec![Subgraph {
+                tensors,
+                inputs: vec![0],
+                outputs: outputs.clone(),
+                operators: vec![Operator { opcode_index: 0, inputs, outputs, options: 0, window: None }],
+            }],
+            buffers,
+            offline_plan: None,
+        };
+        tflite::write_with_data(&model, &data)
+    }
+}
+
+/// Each one-operator model, by its file's stem. Unary operators take the
+/// input once; binary ones (MUL, SUB, DIV, FLOOR_DIV, FLOOR_MOD, MAXIMUM,
+/// MINIMUM, SQUARED_DIFFERENCE, PRELU, whose alpha is the input,
+/// CONCATENATION, along axis 0, and ADD_N) twice. Operators that read
+/// constant inputs (paddings, axes, a permutation, sizes, indices, a
+/// shape, a condition) have them as constant tensors, with values chosen
+/// so that the answer tells the operator's work from the input's. MUL's
+/// int8 model squares in steps of 1/64 into steps of 1/32; LOGISTIC's and
+/// LOG_SOFTMAX's int8 outputs have the scale and zero point their kernels
+/// require (1/256 and -128; 16/256 and 127).
 pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
-    let float = |stem, code, operands| (stem, one_operator(code, operands, None, &SHAPE));
+    let float = |stem, code, operands| (stem, OneOperator::float(code, operands, &SHAPE).write());
+    let int8 = |stem, code, operands, quantized| {
+        (stem, OneOperator { quantized: Some(quantized), ..OneOperator::float(code, operands, &SHAPE) }.write())
+    };
+    let with = |stem, code, input, operands, outputs| {
+        let op = OneOperator { code, input, operands, outputs, output_kind: FLOAT32, quantized: None };
+        (stem, op.write())
+    };
+    let arg = |stem, code| {
+        let op = OneOperator {
+            operands: vec![Operand::Input, int32s(&[1], &[1])],
+            output_kind: INT32,
+            ..OneOperator::float(code, 0, &[1])
+        };
+        (stem, op.write())
+    };
+    let input = || Operand::Input;
+    let last_axis = || int32s(&[1], &[1]);
+    let pad_one_each_side = || int32s(&[2, 2], &[0, 0, 1, 1]);
+    let block = || int32s(&[2], &[2, 2]);
+    let no_crops = || int32s(&[2, 2], &[0; 4]);
     vec![
-        ("mul_int8", one_operator(18, 2, Some([(1.0 / 64.0, 0), (1.0 / 32.0, 0)]), &SHAPE)),
+        int8("mul_int8", 18, 2, [(1.0 / 64.0, 0), (1.0 / 32.0, 0)]),
         float("mul_float", 18, 2),
-        ("logistic_int8", one_operator(14, 1, Some([(1.0 / 16.0, 0), (1.0 / 256.0, -128)]), &SHAPE)),
+        int8("logistic_int8", 14, 1, [(1.0 / 16.0, 0), (1.0 / 256.0, -128)]),
         float("logistic_float", 14, 1),
         float("sub_float", 41, 2),
         float("div_float", 42, 2),
@@ -70,7 +164,7 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         float("tanh_float", 28, 1),
         float("elu_float", 111, 1),
         float("squared_difference_float", 99, 2),
-        ("concatenation_float", one_operator(2, 2, None, &[2, 4])),
+        ("concatenation_float", OneOperator::float(2, 2, &[2, 4]).write()),
         float("maximum_float", 55, 2),
         float("minimum_float", 57, 2),
         float("relu_float", 19, 1),
@@ -88,6 +182,69 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         float("sqrt_float", 75, 1),
         float("square_float", 92, 1),
         float("zeros_like_float", 93, 1),
-        ("squeeze_float", one_operator(43, 1, None, &[4])),
+        ("squeeze_float", OneOperator::float(43, 1, &[4]).write()),
+        with("pad_float", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]]),
+        with("padv2_float", 60, &SHAPE, vec![input(), pad_one_each_side(), floats(&[], &[-1.0])], vec![&[1, 6]]),
+        with("mirror_pad_float", 100, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]]),
+        with("transpose_float", 39, &[2, 2], vec![input(), int32s(&[2], &[1, 0])], vec![&[2, 2]]),
+        with("expand_dims_float", 70, &SHAPE, vec![input(), int32s(&[1], &[0])], vec![&[1, 1, 4]]),
+        with("gather_float", 36, &[4], vec![input(), int32s(&[2], &[3, 0])], vec![&[2]]),
+        with("gather_nd_float", 107, &[2, 2], vec![input(), int32s(&[1, 1], &[1])], vec![&[1, 2]]),
+        with("embedding_lookup_float", 7, &[4, 1], vec![int32s(&[2], &[3, 0]), input()], vec![&[2, 1]]),
+        with("slice_float", 65, &SHAPE, vec![input(), int32s(&[2], &[0, 1]), int32s(&[2], &[1, 2])], vec![&[1, 2]]),
+        with(
+            "dynamic_update_slice_float",
+            151,
+            &SHAPE,
+            vec![input(), floats(&[1, 2], &[9.0, 9.0]), int32s(&[2], &[0, 1])],
+            vec![&SHAPE],
+        ),
+        with(
+            "resize_nearest_neighbor_float",
+            97,
+            &[1, 2, 2, 1],
+            vec![input(), int32s(&[2], &[4, 4])],
+            vec![&[1, 4, 4, 1]],
+        ),
+        with("resize_bilinear_float", 23, &[1, 2, 2, 1], vec![input(), int32s(&[2], &[4, 4])], vec![&[1, 4, 4, 1]]),
+        with("broadcast_to_float", 130, &SHAPE, vec![input(), int32s(&[2], &[2, 4])], vec![&[2, 4]]),
+        with("fill_float", 94, &[], vec![int32s(&[2], &[1, 4]), input()], vec![&SHAPE]),
+        with("reverse_v2_float", 105, &SHAPE, vec![input(), last_axis()], vec![&SHAPE]),
+        with("batch_to_space_nd_float", 37, &[4, 1, 1, 1], vec![input(), block(), no_crops()], vec![&[1, 2, 2, 1]]),
+        with("space_to_batch_nd_float", 38, &[1, 2, 2, 1], vec![input(), block(), no_crops()], vec![&[4, 1, 1, 1]]),
+        with(
+            "select_v2_float",
+            123,
+            &SHAPE,
+            vec![bools(&SHAPE, &[true, false, true, false]), input(), floats(&SHAPE, &[-1.0; 4])],
+            vec![&SHAPE],
+        ),
+        with("sum_float", 74, &SHAPE, vec![input(), last_axis()], vec![&[1]]),
+        with("reduce_max_float", 82, &SHAPE, vec![input(), last_axis()], vec![&[1]]),
+        with("reduce_min_float", 89, &SHAPE, vec![input(), last_axis()], vec![&[1]]),
+        with("cumsum_float", 128, &SHAPE, vec![input(), int32s(&[], &[1])], vec![&SHAPE]),
+        (
+            "cumsum_int8",
+            OneOperator {
+                operands: vec![input(), int32s(&[], &[1])],
+                quantized: Some([(1.0 / 16.0, 0), (1.0 / 8.0, 0)]),
+                ..OneOperator::float(128, 0, &SHAPE)
+            }
+            .write(),
+        ),
+        with("split_float", 49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]]),
+        with(
+            "split_v_float",
+            102,
+            &SHAPE,
+            vec![input(), int32s(&[2], &[3, 1]), int32s(&[], &[1])],
+            vec![&[1, 3], &[1, 1]],
+        ),
+        arg("arg_max_float", 56),
+        arg("arg_min_float", 79),
+        float("log_softmax_float", 50, 1),
+        int8("log_softmax_int8", 50, 1, [(1.0 / 16.0, 0), (16.0 / 256.0, 127)]),
+        float("add_n_float", 106, 2),
+        int8("add_n_int8", 106, 2, [(1.0 / 16.0, 0), (1.0 / 8.0, 0)]),
     ]
 }
