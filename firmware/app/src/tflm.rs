@@ -186,7 +186,9 @@ pub struct Output {
 
 pub fn output() -> Result<Output, Error> {
     let t = describe(tflm_sys::hm_tflm_output, 0)?;
-    if ![tensor_type::FLOAT32, tensor_type::UINT8, tensor_type::INT8, tensor_type::INT32].contains(&t.kind) {
+    if ![tensor_type::FLOAT32, tensor_type::UINT8, tensor_type::INT8, tensor_type::INT32, tensor_type::BOOL]
+        .contains(&t.kind)
+    {
         return Err(Error { code: status::NO_TENSOR });
     }
     // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena, valid
@@ -197,7 +199,8 @@ pub fn output() -> Result<Output, Error> {
 
 impl Output {
     /// The answer in `data` (the tensor's bytes or a copy of them): the index
-    /// of the largest element and the first element, dequantized.
+    /// of the largest element and the first element, dequantized (a bool as
+    /// 0 or 1).
     pub fn answer(&self, data: &[u8]) -> (u32, f32) {
         let dequant = |q: i32| (q - self.zero_point) as f32 * self.scale;
         let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
@@ -207,6 +210,7 @@ impl Output {
                 (argmax(v.clone()), v.clone().next().unwrap_or(0.0))
             }
             tensor_type::UINT8 => (argmax(data.iter().copied()), data.first().map_or(0.0, |&q| dequant(q.into()))),
+            tensor_type::BOOL => (argmax(data.iter().copied()), data.first().map_or(0.0, |&b| f32::from(b))),
             tensor_type::INT8 => {
                 let v = data.iter().map(|&b| b as i8);
                 (argmax(v.clone()), v.clone().next().map_or(0.0, |q| dequant(q.into())))

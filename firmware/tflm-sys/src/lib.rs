@@ -25,6 +25,7 @@ pub mod tensor_type {
     pub const FLOAT32: i32 = 1;
     pub const INT32: i32 = 2;
     pub const UINT8: i32 = 3;
+    pub const BOOL: i32 = 6;
     pub const INT8: i32 = 9;
 }
 

@@ -695,12 +695,14 @@ impl InputSpec {
     }
 }
 
-/// `values` as `tensor`'s elements: float32 as they are; int8, uint8 and
-/// int16 quantized as TFLite's QUANTIZE operator does,
-/// `round(v / scale) + zero_point` clamped to the type's range.
+/// `values` as `tensor`'s elements: float32 as they are; bool as 1 for
+/// any value but 0; int8, uint8 and int16 quantized as TFLite's QUANTIZE
+/// operator does, `round(v / scale) + zero_point` clamped to the type's
+/// range.
 fn quantized(values: &[f32], tensor: &tflite::Tensor) -> Result<Vec<u8>, String> {
     let (range, width) = match tflite::type_name(tensor.kind) {
         "float32" => return Ok(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        "bool" => return Ok(values.iter().map(|&v| u8::from(v != 0.0)).collect()),
         "int8" => ((-128.0, 127.0), 1),
         "uint8" => ((0.0, 255.0), 1),
         "int16" => ((-32768.0, 32767.0), 2),
@@ -789,7 +791,7 @@ expect_class = 2
     #[test]
     fn values_are_quantized_for_the_input_tensor_and_must_fill_it() {
         let values = |v: &[f32]| InputSpec { name: "v".into(), data: InputData::Values(v.to_vec()), expect: None };
-        let (float32, int16, int8, int32) = (0, 7, 9, 2);
+        let (float32, int16, int8, int32, boolean) = (0, 7, 9, 2, 6);
         let three = values(&[1.0, -100.0, 100.0]);
         assert_eq!(
             three.bytes("m", &one_input(float32, vec![], vec![])).unwrap(),
@@ -797,6 +799,8 @@ expect_class = 2
         );
         // round(v / 0.5) - 10, clamped: -8, -128, 127.
         assert_eq!(three.bytes("m", &one_input(int8, vec![0.5], vec![-10])).unwrap(), [0xf8, 0x80, 0x7f]);
+        assert_eq!(three.bytes("m", &one_input(boolean, vec![], vec![])).unwrap(), [1, 1, 1]);
+        assert_eq!(values(&[0.0, 2.0, 0.0]).bytes("m", &one_input(boolean, vec![], vec![])).unwrap(), [0, 1, 0]);
         // 2, -200, 200 as little-endian int16.
         assert_eq!(
             three.bytes("m", &one_input(int16, vec![0.5], vec![0])).unwrap(),
