@@ -6,9 +6,9 @@
 //! each an input and its answer, so that a test holds the prediction to
 //! TFLM's figures on the Cortex-M7.
 
-use std::collections::BTreeMap;
-
-use crate::model::tflite::{self, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, FLOAT32, INT8};
+use crate::model::tflite::{
+    self, Extras, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, FLOAT32, INT8,
+};
 
 /// The shape of most models' input (and output).
 const SHAPE: [i32; 2] = [1, 4];
@@ -41,16 +41,19 @@ fn bools(shape: &[i32], values: &[bool]) -> Operand {
 
 /// A model of one operator of builtin `code`: the graph's input, of shape
 /// `input`, and constants are its `operands`; its outputs have the shapes
-/// `outputs` and type `output_kind`, and all are the graph's. int8 with the (scale, zero point) of
-/// input and output given, else float32. Operator options are left out:
-/// each kernel's defaults.
+/// `outputs`, and all are the graph's. Input and outputs are int8 with the
+/// (scale, zero point) of input and output given, else of the types
+/// `kinds` (input, outputs). Its options table, of type `options.0`, has
+/// the int fields `options.1` (vtable field, value); the rest are each
+/// kernel's defaults.
 struct OneOperator<'a> {
     code: i32,
     input: &'a [i32],
     operands: Vec<Operand>,
     outputs: Vec<&'a [i32]>,
-    output_kind: u8,
+    kinds: [u8; 2],
     quantized: Option<[(f32, i64); 2]>,
+    options: (u8, Vec<(u16, i32)>),
 }
 
 impl OneOperator<'_> {
@@ -62,8 +65,9 @@ impl OneOperator<'_> {
             input: &SHAPE,
             operands: vec![Operand::Input; operands],
             outputs: vec![output],
-            output_kind: FLOAT32,
+            kinds: [FLOAT32; 2],
             quantized: None,
+            options: (0, vec![]),
         }
     }
 
@@ -75,13 +79,17 @@ impl OneOperator<'_> {
             },
             None => Tensor::plain(name, shape, kind, 0),
         };
-        let mut tensors = vec![tensor("input", self.input, FLOAT32, 0)];
+        let mut tensors = vec![tensor("input", self.input, self.kinds[0], 0)];
         for (i, shape) in self.outputs.iter().enumerate() {
             let name = if i == 0 { "output".to_owned() } else { format!("output{i}") };
-            tensors.push(tensor(&name, shape, self.output_kind, 1));
+            tensors.push(tensor(&name, shape, self.kinds[1], 1));
         }
         let outputs: Vec<i32> = (1..tensors.len() as i32).collect();
-        let (mut buffers, mut data) = (vec![0], BTreeMap::new());
+        let mut buffers = vec![0];
+        let mut extras = Extras::default();
+        if !self.options.1.is_empty() {
+            extras.options.insert(0, self.options.1.clone());
+        }
         let inputs = self
             .operands
             .iter()
@@ -92,7 +100,7 @@ impl OneOperator<'_> {
                     let name = format!("constant{buffer}");
                     tensors.push(Tensor::plain(&name, shape, *kind, buffer as u32));
                     buffers.push(bytes.len());
-                    data.insert(buffer, bytes.clone());
+                    extras.buffers.insert(buffer, bytes.clone());
                     tensors.len() as i32 - 1
                 }
             })
@@ -106,12 +114,12 @@ impl OneOperator<'_> {
                 tensors,
                 inputs: vec![0],
                 outputs: outputs.clone(),
-                operators: vec![Operator { opcode_index: 0, inputs, outputs, options: 0, window: None }],
+                operators: vec![Operator { opcode_index: 0, inputs, outputs, options: self.options.0, window: None }],
             }],
             buffers,
             offline_plan: None,
         };
-        tflite::write_with_data(&model, &data)
+        tflite::write_with(&model, &extras)
     }
 }
 
@@ -121,7 +129,9 @@ impl OneOperator<'_> {
 /// CONCATENATION, along axis 0, and ADD_N) twice. Operators that read
 /// constant inputs (paddings, axes, a permutation, sizes, indices, a
 /// shape, a condition) have them as constant tensors, with values chosen
-/// so that the answer tells the operator's work from the input's. MUL's
+/// so that the answer tells the operator's work from the input's;
+/// comparisons compare the input with a constant, and logical operators
+/// take a bool input and a constant. MUL's
 /// int8 model squares in steps of 1/64 into steps of 1/32; LOGISTIC's and
 /// LOG_SOFTMAX's int8 outputs have the scale and zero point their kernels
 /// require (1/256 and -128; 16/256 and 127).
@@ -131,17 +141,27 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         (stem, OneOperator { quantized: Some(quantized), ..OneOperator::float(code, operands, &SHAPE) }.write())
     };
     let with = |stem, code, input, operands, outputs| {
-        let op = OneOperator { code, input, operands, outputs, output_kind: FLOAT32, quantized: None };
+        let op =
+            OneOperator { code, input, operands, outputs, kinds: [FLOAT32; 2], quantized: None, options: (0, vec![]) };
         (stem, op.write())
     };
     let arg = |stem, code| {
         let op = OneOperator {
             operands: vec![Operand::Input, int32s(&[1], &[1])],
-            output_kind: INT32,
+            kinds: [FLOAT32, INT32],
             ..OneOperator::float(code, 0, &[1])
         };
         (stem, op.write())
     };
+    let boolean = |stem, code, kinds, operand: Option<Operand>| {
+        let operands = [Some(Operand::Input), operand].into_iter().flatten().collect();
+        (stem, OneOperator { operands, kinds, ..OneOperator::float(code, 0, &SHAPE) }.write())
+    };
+    let with_options = |stem, code, input, outputs, options| {
+        let op = OneOperator { input, outputs, options, ..OneOperator::float(code, 1, &SHAPE) };
+        (stem, op.write())
+    };
+    let against = || Some(floats(&SHAPE, &[4.0, 2.0, 1.0, 3.0]));
     let input = || Operand::Input;
     let last_axis = || int32s(&[1], &[1]);
     let pad_one_each_side = || int32s(&[2, 2], &[0, 0, 1, 1]);
@@ -239,6 +259,42 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             &SHAPE,
             vec![input(), int32s(&[2], &[3, 1]), int32s(&[], &[1])],
             vec![&[1, 3], &[1, 1]],
+        ),
+        boolean("equal_float", 71, [FLOAT32, BOOL], against()),
+        boolean("not_equal_float", 72, [FLOAT32, BOOL], against()),
+        boolean("greater_float", 61, [FLOAT32, BOOL], against()),
+        boolean("greater_equal_float", 62, [FLOAT32, BOOL], against()),
+        boolean("less_float", 58, [FLOAT32, BOOL], against()),
+        boolean("less_equal_float", 63, [FLOAT32, BOOL], against()),
+        boolean("logical_and_bool", 86, [BOOL; 2], Some(bools(&SHAPE, &[false, true, false, true]))),
+        boolean("logical_or_bool", 84, [BOOL; 2], Some(bools(&SHAPE, &[false, true, false, false]))),
+        boolean("logical_not_bool", 87, [BOOL; 2], None),
+        (
+            "reduce_all_bool",
+            OneOperator { operands: vec![input(), last_axis()], kinds: [BOOL; 2], ..OneOperator::float(140, 0, &[1]) }
+                .write(),
+        ),
+        // UnpackOptions: num 2 (axis 0); DepthToSpace- and SpaceToDepthOptions:
+        // block_size 2; Pool2DOptions: stride and filter 2 by 2.
+        with_options("unpack_float", 88, &[2, 2], vec![&[2], &[2]], (64, vec![(0, 2)])),
+        with_options("depth_to_space_float", 5, &[1, 1, 1, 4], vec![&[1, 2, 2, 1]], (94, vec![(0, 2)])),
+        with_options("space_to_depth_float", 26, &[1, 2, 2, 1], vec![&[1, 1, 1, 4]], (19, vec![(0, 2)])),
+        with_options(
+            "l2_pool_2d_float",
+            12,
+            &[1, 2, 2, 1],
+            vec![&[1, 1, 1, 1]],
+            (5, vec![(1, 2), (2, 2), (3, 2), (4, 2)]),
+        ),
+        (
+            "broadcast_args_int32",
+            OneOperator {
+                input: &[2],
+                operands: vec![input(), int32s(&[2], &[2, 1])],
+                kinds: [INT32; 2],
+                ..OneOperator::float(145, 0, &[2])
+            }
+            .write(),
         ),
         arg("arg_max_float", 56),
         arg("arg_min_float", 79),

@@ -9,7 +9,7 @@
 mod offline;
 mod write;
 pub use offline::{with_offline_plan, OFFLINE_PLAN};
-pub use write::{write, write_with_data};
+pub use write::{write, write_with, Extras};
 
 use std::fmt;
 

@@ -696,13 +696,19 @@ impl InputSpec {
 }
 
 /// `values` as `tensor`'s elements: float32 as they are; bool as 1 for
-/// any value but 0; int8, uint8 and int16 quantized as TFLite's QUANTIZE
-/// operator does, `round(v / scale) + zero_point` clamped to the type's
-/// range.
+/// any value but 0; int32 as whole numbers (shapes, indices); int8, uint8
+/// and int16 quantized as TFLite's QUANTIZE operator does,
+/// `round(v / scale) + zero_point` clamped to the type's range.
 fn quantized(values: &[f32], tensor: &tflite::Tensor) -> Result<Vec<u8>, String> {
     let (range, width) = match tflite::type_name(tensor.kind) {
         "float32" => return Ok(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
         "bool" => return Ok(values.iter().map(|&v| u8::from(v != 0.0)).collect()),
+        "int32" => {
+            if let Some(v) = values.iter().find(|v| v.fract() != 0.0 || v.abs() > 16_777_216.0) {
+                return Err(format!("{v} is not a whole number an int32 input tensor takes exactly"));
+            }
+            return Ok(values.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect());
+        }
         "int8" => ((-128.0, 127.0), 1),
         "uint8" => ((0.0, 255.0), 1),
         "int16" => ((-32768.0, 32767.0), 2),
@@ -816,8 +822,16 @@ expect_class = 2
             "model `m`: input `v`: the int8 input tensor `x` has no quantization to apply to `values`"
         );
         assert_eq!(
-            error(&three, one_input(int32, vec![], vec![])),
-            "model `m`: input `v`: `values` cannot fill an input tensor of type int32; give a `file` of its bytes"
+            three.bytes("m", &one_input(int32, vec![], vec![])).unwrap(),
+            [1i32, -100, 100].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()
+        );
+        assert_eq!(
+            error(&values(&[1.0, 2.5, 3.0]), one_input(int32, vec![], vec![])),
+            "model `m`: input `v`: 2.5 is not a whole number an int32 input tensor takes exactly"
+        );
+        assert_eq!(
+            error(&three, one_input(4, vec![], vec![])),
+            "model `m`: input `v`: `values` cannot fill an input tensor of type int64; give a `file` of its bytes"
         );
     }
 

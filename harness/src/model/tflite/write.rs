@@ -2,7 +2,8 @@
 //! crate's builder: the synthetic models of the analyzer's tests and
 //! benchmark, and an independent check of the reader (what one writes, the
 //! other must read back unchanged). Buffers are written zero-filled, but
-//! for the offline plan's and those whose bytes the caller gives.
+//! for the offline plan's and those whose bytes the caller gives
+//! ([`Extras`], with option fields the reader does not keep).
 
 use std::collections::BTreeMap;
 
@@ -16,12 +17,23 @@ const fn slot(index: u16) -> u16 {
 }
 
 pub fn write(model: &Model) -> Vec<u8> {
-    write_with_data(model, &BTreeMap::new())
+    write_with(model, &Extras::default())
 }
 
-/// As [`write`], with the bytes of the buffers `data` names by index (a
-/// constant tensor's values), each as long as the model says its buffer is.
-pub fn write_with_data(model: &Model, data: &BTreeMap<usize, Vec<u8>>) -> Vec<u8> {
+/// What a model holds beyond what the reader keeps, for [`write_with`].
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// The bytes of buffers by index (a constant tensor's values), each as
+    /// long as the model says its buffer is.
+    pub buffers: BTreeMap<usize, Vec<u8>>,
+    /// Int fields of operators' options tables, by the operator's index in
+    /// the first subgraph: (vtable field, value), for options other than a
+    /// window's (a count, a block or filter size).
+    pub options: BTreeMap<usize, Vec<(u16, i32)>>,
+}
+
+/// As [`write`], with `extras`.
+pub fn write_with(model: &Model, extras: &Extras) -> Vec<u8> {
     let mut fb = FlatBufferBuilder::new();
     let codes: Vec<_> = model
         .operator_codes
@@ -39,7 +51,13 @@ pub fn write_with_data(model: &Model, data: &BTreeMap<usize, Vec<u8>>) -> Vec<u8
         })
         .collect();
     let codes = fb.create_vector(&codes);
-    let subgraphs: Vec<_> = model.subgraphs.iter().map(|sg| subgraph(&mut fb, sg)).collect();
+    let none = BTreeMap::new();
+    let subgraphs: Vec<_> = model
+        .subgraphs
+        .iter()
+        .enumerate()
+        .map(|(i, sg)| subgraph(&mut fb, sg, if i == 0 { &extras.options } else { &none }))
+        .collect();
     let subgraphs = fb.create_vector(&subgraphs);
     let description = model.description.as_deref().map(|d| fb.create_string(d));
     let plan = model.metadata.iter().find(|(name, _)| name == OFFLINE_PLAN).map(|&(_, b)| b as usize);
@@ -48,7 +66,7 @@ pub fn write_with_data(model: &Model, data: &BTreeMap<usize, Vec<u8>>) -> Vec<u8
         .iter()
         .enumerate()
         .map(|(b, &len)| {
-            let bytes = match (&model.offline_plan, plan, data.get(&b)) {
+            let bytes = match (&model.offline_plan, plan, extras.buffers.get(&b)) {
                 (Some(offsets), Some(p), _) if p == b => offline::encode(offsets),
                 (_, _, Some(bytes)) => {
                     assert_eq!(bytes.len(), len, "the data given for buffer {b}");
@@ -91,7 +109,11 @@ pub fn write_with_data(model: &Model, data: &BTreeMap<usize, Vec<u8>>) -> Vec<u8
     fb.finished_data().to_vec()
 }
 
-fn subgraph<'a>(fb: &mut FlatBufferBuilder<'a>, sg: &Subgraph) -> WIPOffset<flatbuffers::TableFinishedWIPOffset> {
+fn subgraph<'a>(
+    fb: &mut FlatBufferBuilder<'a>,
+    sg: &Subgraph,
+    option_fields: &BTreeMap<usize, Vec<(u16, i32)>>,
+) -> WIPOffset<flatbuffers::TableFinishedWIPOffset> {
     let tensors: Vec<_> = sg.tensors.iter().map(|t| tensor(fb, t)).collect();
     let tensors = fb.create_vector(&tensors);
     let inputs = fb.create_vector(&sg.inputs);
@@ -99,7 +121,8 @@ fn subgraph<'a>(fb: &mut FlatBufferBuilder<'a>, sg: &Subgraph) -> WIPOffset<flat
     let operators: Vec<_> = sg
         .operators
         .iter()
-        .map(|op| {
+        .enumerate()
+        .map(|(i, op)| {
             let inputs = fb.create_vector(&op.inputs);
             let outputs = fb.create_vector(&op.outputs);
             let options = (op.options != 0).then(|| {
@@ -113,6 +136,9 @@ fn subgraph<'a>(fb: &mut FlatBufferBuilder<'a>, sg: &Subgraph) -> WIPOffset<flat
                     fb.push_slot_always(field(stride_h), w.stride[0]);
                     fb.push_slot_always(field(dilation_w), w.dilation[1]);
                     fb.push_slot_always(field(dilation_h), w.dilation[0]);
+                }
+                for &(field, value) in option_fields.get(&i).into_iter().flatten() {
+                    fb.push_slot_always(slot(field), value);
                 }
                 fb.end_table(t)
             });
