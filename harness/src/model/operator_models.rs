@@ -21,22 +21,30 @@ const BOOL: u8 = 6;
 #[derive(Debug, Clone)]
 enum Operand {
     Input,
-    Constant { kind: u8, shape: Vec<i32>, data: Vec<u8> },
+    /// Its tensor (named and given its buffer when written) and bytes.
+    Constant(Tensor, Vec<u8>),
 }
 
 /// An int32 constant (axes, paddings, permutations, sizes, indices).
 fn int32s(shape: &[i32], values: &[i32]) -> Operand {
     let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Operand::Constant { kind: INT32, shape: shape.to_vec(), data }
+    Operand::Constant(Tensor::plain("", shape, INT32, 0), data)
 }
 
 fn floats(shape: &[i32], values: &[f32]) -> Operand {
     let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Operand::Constant { kind: FLOAT32, shape: shape.to_vec(), data }
+    Operand::Constant(Tensor::plain("", shape, FLOAT32, 0), data)
 }
 
 fn bools(shape: &[i32], values: &[bool]) -> Operand {
-    Operand::Constant { kind: BOOL, shape: shape.to_vec(), data: values.iter().map(|&b| u8::from(b)).collect() }
+    Operand::Constant(Tensor::plain("", shape, BOOL, 0), values.iter().map(|&b| u8::from(b)).collect())
+}
+
+/// An int8 constant with one scale (zero point 0), given as levels.
+fn int8s(shape: &[i32], scale: f32, levels: &[i8]) -> Operand {
+    let quantization = Quantization { scale: vec![scale], zero_point: vec![0], dimension: 0 };
+    let data = levels.iter().map(|&l| l as u8).collect();
+    Operand::Constant(Tensor { quantization, ..Tensor::plain("", shape, INT8, 0) }, data)
 }
 
 /// A model of one operator of builtin `code`: the graph's input, of shape
@@ -95,10 +103,10 @@ impl OneOperator<'_> {
             .iter()
             .map(|operand| match operand {
                 Operand::Input => 0,
-                Operand::Constant { kind, shape, data: bytes } => {
+                Operand::Constant(tensor, bytes) => {
                     let buffer = buffers.len();
                     let name = format!("constant{buffer}");
-                    tensors.push(Tensor::plain(&name, shape, *kind, buffer as u32));
+                    tensors.push(Tensor { name, buffer: buffer as u32, ..tensor.clone() });
                     buffers.push(bytes.len());
                     extras.buffers.insert(buffer, bytes.clone());
                     tensors.len() as i32 - 1
@@ -293,6 +301,29 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
                 operands: vec![input(), int32s(&[2], &[2, 1])],
                 kinds: [INT32; 2],
                 ..OneOperator::float(145, 0, &[2])
+            }
+            .write(),
+        ),
+        // TRANSPOSE_CONV: output shape, a 1x1 filter that doubles, the input;
+        // TransposeConvOptions: stride 1 by 1.
+        (
+            "transpose_conv_float",
+            OneOperator {
+                input: &[1, 2, 2, 1],
+                operands: vec![int32s(&[4], &[1, 2, 2, 1]), floats(&[1, 1, 1, 1], &[2.0]), input()],
+                options: (49, vec![(1, 1), (2, 1)]),
+                ..OneOperator::float(67, 0, &[1, 2, 2, 1])
+            }
+            .write(),
+        ),
+        (
+            "transpose_conv_int8",
+            OneOperator {
+                input: &[1, 2, 2, 1],
+                operands: vec![int32s(&[4], &[1, 2, 2, 1]), int8s(&[1, 1, 1, 1], 1.0 / 32.0, &[64]), input()],
+                quantized: Some([(1.0 / 16.0, 0), (1.0 / 8.0, 0)]),
+                options: (49, vec![(1, 1), (2, 1)]),
+                ..OneOperator::float(67, 0, &[1, 2, 2, 1])
             }
             .write(),
         ),

@@ -71,6 +71,11 @@ enum Prepare {
     AddN(Layout),
     /// SVDF's scratch buffers (see `svdf_scratch`).
     Svdf,
+    /// TRANSPOSE_CONV: a multiplier and a shift per output channel (the
+    /// filter's dimension 0) for every type; a scratch accumulator per
+    /// output element, int32 for an int8 input and int64 for int16; and for
+    /// int16 with an int16 bias, the bias converted to int64.
+    TransposeConv,
     /// What CMSIS-NN's kernel allocates on this code path (see
     /// [`cmsis_nn::prepare`]).
     CmsisNn(cmsis_nn::Path),
@@ -231,6 +236,12 @@ pub const KERNELS: &[Kernel] = &[
     kernel(63, None, Some(COMPARISON_OP_DATA), Prepare::Nothing),
     allocates_nothing(65), // SLICE
     allocates_nothing(66), // SIN
+    kernel(
+        67,
+        Some(layout("TfLiteTransposeConvParams", 16, 4)),
+        Some(private("tensorflow/lite/micro/kernels/transpose_conv.cc", "tflite::OpData", 72, 4)),
+        Prepare::TransposeConv,
+    ),
     allocates_nothing(70), // EXPAND_DIMS
     // EQUAL, NOT_EQUAL
     kernel(71, None, Some(COMPARISON_OP_DATA), Prepare::Nothing),
@@ -358,7 +369,6 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("CALL_ONCE", OTHER_SUBGRAPHS),
     ("IF", OTHER_SUBGRAPHS),
     ("READ_VARIABLE", RESOURCE_VARIABLES),
-    ("TRANSPOSE_CONV", NOT_READ),
     ("UNIDIRECTIONAL_SEQUENCE_LSTM", NOT_READ),
     ("VAR_HANDLE", RESOURCE_VARIABLES),
     ("WHILE", OTHER_SUBGRAPHS),
@@ -608,8 +618,7 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
             Prepare::Nothing => {}
             Prepare::PerChannel { dim } => {
                 let filter = input(1).ok_or_else(|| missing("filter"))?;
-                let channels = filter.shape.get(dim).copied().unwrap_or(0);
-                per_channel(usize::try_from(channels).map_err(|_| err(format!("filter `{}`", filter.name)))?);
+                per_channel(channels(filter, dim)?);
                 if filter.kind == INT4 {
                     request(elements(filter)?);
                 }
@@ -665,6 +674,22 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                 }
                 request(4 * op.inputs.len());
             }
+            Prepare::TransposeConv => {
+                let (filter, data) =
+                    (input(1).ok_or_else(|| missing("filter"))?, input(2).ok_or_else(|| missing("input"))?);
+                per_channel(channels(filter, 0)?);
+                let outputs = elements(output.ok_or_else(|| missing("output"))?)?;
+                match data.kind {
+                    INT8 => request(4 * outputs),
+                    INT16 => {
+                        request(8 * outputs);
+                        if let Some(bias) = input(3).filter(|b| b.kind == INT16) {
+                            request(8 * elements(bias)?);
+                        }
+                    }
+                    _ => {}
+                }
+            }
             Prepare::Svdf => {
                 let (data, filters) =
                     (input(0).ok_or_else(|| missing("input"))?, input(1).ok_or_else(|| missing("feature weights"))?);
@@ -697,6 +722,12 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
         }
     }
     Ok(Prediction { bytes: tail.tail.0, scratch, recorded: tail.recorded })
+}
+
+/// Output channels of a filter: its dimension `dim`.
+fn channels(filter: &Tensor, dim: usize) -> Result<usize, ReadError> {
+    let channels = filter.shape.get(dim).copied().unwrap_or(0);
+    usize::try_from(channels).map_err(|_| ReadError { at: "tail", why: format!("filter `{}`", filter.name) })
 }
 
 /// Elements of a tensor a kernel sizes a buffer by.
