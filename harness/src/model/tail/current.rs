@@ -356,6 +356,10 @@ const NOT_READ: &str = "what its kernel allocates at Init and Prepare is not in 
 /// Why the prediction does not know a kernel: it needs resource variables.
 const RESOURCE_VARIABLES: &str = "its kernel needs the interpreter's `MicroResourceVariables`, which hilmem's \
                                   firmware does not create (TFLM refuses the model at Prepare without them)";
+/// Why the prediction does not know BATCH_MATMUL.
+const TRANSPOSES: &str = "what its kernel allocates depends on its options `adj_x` and `adj_y` (a transposed \
+                          copy of an operand, with its dims and data, in the arena), which hilmem's model reader \
+                          does not keep yet";
 /// Why the prediction does not know a kernel: it runs other subgraphs.
 const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers one";
 
@@ -365,7 +369,7 @@ const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers on
 /// is named until it is in one of them.
 pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("ASSIGN_VARIABLE", RESOURCE_VARIABLES),
-    ("BATCH_MATMUL", NOT_READ),
+    ("BATCH_MATMUL", TRANSPOSES),
     ("CALL_ONCE", OTHER_SUBGRAPHS),
     ("IF", OTHER_SUBGRAPHS),
     ("READ_VARIABLE", RESOURCE_VARIABLES),
