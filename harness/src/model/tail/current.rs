@@ -351,8 +351,10 @@ static CMSIS_NN_KERNELS: [[Kernel; 8]; 3] = [
     cmsis_nn_kernels(cmsis_nn::Path::Mve),
 ];
 
-/// Why the prediction does not know a kernel: not read yet.
-const NOT_READ: &str = "what its kernel allocates at Init and Prepare is not in the table yet";
+/// Why the prediction does not know the LSTM.
+const NO_LSTM_MODEL: &str = "its allocations are read (an `OpDataLSTM`, four scratch buffers of batch × state × \
+                             the cell state's type, the two states as variables) but no one-operator model holds \
+                             them to TFLM yet: it takes 24 inputs, two variable states and a byte-wide option";
 /// Why the prediction does not know a kernel: it needs resource variables.
 const RESOURCE_VARIABLES: &str = "its kernel needs the interpreter's `MicroResourceVariables`, which hilmem's \
                                   firmware does not create (TFLM refuses the model at Prepare without them)";
@@ -373,7 +375,7 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("CALL_ONCE", OTHER_SUBGRAPHS),
     ("IF", OTHER_SUBGRAPHS),
     ("READ_VARIABLE", RESOURCE_VARIABLES),
-    ("UNIDIRECTIONAL_SEQUENCE_LSTM", NOT_READ),
+    ("UNIDIRECTIONAL_SEQUENCE_LSTM", NO_LSTM_MODEL),
     ("VAR_HANDLE", RESOURCE_VARIABLES),
     ("WHILE", OTHER_SUBGRAPHS),
 ];
