@@ -79,6 +79,7 @@ pub fn record(
         checks,
         arena_prediction: None,
         tflm_breakdown: None,
+        resident_breakdowns: Default::default(),
         spread: Default::default(),
         footprint: Some(footprint),
     };

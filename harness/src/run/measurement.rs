@@ -101,7 +101,8 @@ pub mod metric {
     ];
 
     /// The figures a scenario must report besides [`FROM_FIRMWARE`] (and,
-    /// in the multi-model scenario, [`of_resident`] for each model).
+    /// in the multi-model scenario, [`of_resident`] `ARENA_USED_BYTES` for each
+    /// model).
     pub fn required_by(scenario: &str) -> &'static [&'static str] {
         match scenario {
             super::STREAM | super::LOG_HEAVY => &[FRAMES, HEAP_GROWTH_BYTES],
@@ -111,10 +112,12 @@ pub mod metric {
         }
     }
 
-    /// In the multi-model scenario, what one model of the set added to the
-    /// set's arena when it was loaded ([`ARENA_USED_BYTES`] is the set's).
-    pub fn of_resident(model: &str) -> String {
-        format!("{model}_{ARENA_USED_BYTES}")
+    /// In the multi-model scenario, a figure of one model of the set:
+    /// [`ARENA_USED_BYTES`], what it added to the set's arena when it was
+    /// loaded (the record's own is the set's), and in separate arenas
+    /// [`ARENA_HEAD_BYTES`] and [`ARENA_TAIL_BYTES`], TFLM's split of it.
+    pub fn of_resident(model: &str, figure: &str) -> String {
+        format!("{model}_{figure}")
     }
 }
 
@@ -213,6 +216,10 @@ pub struct Measurement {
     /// On a current TFLM, in the single-frame scenario.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tflm_breakdown: Option<TflmBreakdown>,
+    /// On a current TFLM, in the multi-model scenario of a set in separate
+    /// arenas: each model's, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resident_breakdowns: BTreeMap<String, TflmBreakdown>,
     /// With `--repeat`: each figure that varied between the runs, as its
     /// least and largest value (the record keeps the largest).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -430,6 +437,7 @@ mod tests {
             checks: vec![],
             arena_prediction: None,
             tflm_breakdown: None,
+            resident_breakdowns: Default::default(),
             spread: BTreeMap::new(),
             footprint: None,
         };

@@ -17,8 +17,10 @@ use std::time::Duration;
 use hilmem_protocol::WARM_UP_FRAMES;
 
 use crate::model::analysis::Sharing;
-use crate::run::measurement::{runs_for, Measurement, BUILD, DEFAULT_FRAMES, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
-use crate::run::record::{context, record, tflm_breakdown, RunError};
+use crate::run::measurement::{
+    runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
+};
+use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError, Runner};
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
@@ -281,9 +283,20 @@ struct Setup<'a> {
     progress: &'a (dyn Fn(Event) + Sync),
 }
 
+/// Whether a record of `scenario` for `spec` carries TFLM's breakdown of
+/// the arena (on a current TFLM): a model's single frame, and the
+/// multi-model scenario of a set in separate arenas (each model's).
+fn broken_down(spec: &ModelSpec, scenario: &str) -> bool {
+    match &spec.set {
+        None => scenario == SINGLE_FRAME,
+        Some(set) => scenario == MULTI_MODEL && set.sharing == Sharing::Separate,
+    }
+}
+
 /// Builds (or finds) the model's image and runs each scenario on it. On a
-/// current TFLM the single frame also runs an image over TFLM's recording
-/// allocator, built beside the first, for TFLM's own breakdown of the arena.
+/// current TFLM the single frame (or a set's models in separate arenas)
+/// also runs an image over TFLM's recording allocator, built beside the
+/// first, for TFLM's own breakdown of the arena.
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
     // A set runs the multi-model scenario, a model the others; a build
@@ -296,7 +309,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         return (None, Vec::new());
     }
     let breakdown = runtime.generation() == Generation::Current
-        && selected.iter().any(|s| *s == SINGLE_FRAME)
+        && selected.iter().any(|s| broken_down(spec, s))
         && options.variant == Variant::Standard;
     // The model was read once for the run; its arena is resolved once per
     // board, and every later step reads the number.
@@ -390,12 +403,19 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         if let Ok(record) = &mut outcome {
             record.judge_spread(options.repeat, board.is_qemu());
         }
-        if let (Some(image), SINGLE_FRAME, Ok(record)) = (recording.take(), scenario.as_str(), &mut outcome) {
+        if let (true, Some(image), Ok(record)) = (broken_down(spec, scenario), recording.take(), &mut outcome) {
             let recorded = image
                 .and_then(|(firmware, sizes)| run(&firmware, sizes, scenario))
-                .and_then(|(_, run)| tflm_breakdown(board, spec, &run));
+                .and_then(|(_, run)| tflm_breakdowns(board, spec, &run));
             match recorded {
-                Ok(breakdown) => record.tflm_breakdown = Some(breakdown),
+                Ok(breakdowns) => {
+                    for (owner, breakdown) in breakdowns {
+                        match owner {
+                            None => record.tflm_breakdown = Some(breakdown),
+                            Some(model) => _ = record.resident_breakdowns.insert(model.to_owned(), breakdown),
+                        }
+                    }
+                }
                 Err(e) => outcome = Err(e),
             }
         }

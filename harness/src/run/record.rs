@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use hilmem_protocol::exit;
 
-use crate::model::analysis::{Analysis, SetAnalysis};
+use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
     checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, NOT_REPORTED, RECORDED,
@@ -182,7 +182,7 @@ pub fn record(
         )));
     }
     let residents: Vec<String> = match &spec.set {
-        Some(set) => set.models.iter().map(|m| metric::of_resident(&m.name)).collect(),
+        Some(set) => set.models.iter().map(|m| metric::of_resident(&m.name, metric::ARENA_USED_BYTES)).collect(),
         None => Vec::new(),
     };
     for (name, line) in &session.metric_frames {
@@ -209,24 +209,26 @@ pub fn record(
     // Everything the firmware reported (each a reportable figure, checked
     // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
-    // TFLM prints its split once per model loaded (both generations): a
-    // set's would be its last model's. Those lines carry no checksum: they
-    // must add up to the figure that came in a checked frame, or one of them
-    // was damaged on the way.
-    if spec.set.is_none() {
-        let printed = |prefix: &str| {
-            tflm_reported(&session.log, prefix)
-                .ok_or_else(|| missing(format!("TFLM's `{prefix}N bytes` line did not arrive")))
-        };
-        let (head, tail) = (printed("Head usage: ")?, printed("Tail usage: ")?);
-        let used = metrics[metric::ARENA_USED_BYTES];
+    // TFLM's split of the arena, from the lines it printed (see
+    // [`owners`]). Those lines carry no checksum: each must add up to the
+    // figure that came in a checked frame, or one of them was damaged on
+    // the way.
+    let splits = prints(&session.log)
+        .iter()
+        .map(|lines| Ok((printed(lines, HEAD_USAGE)?, printed(lines, TAIL_USAGE)?)))
+        .collect::<Result<Vec<_>, String>>()
+        .and_then(|splits| owners(spec, splits))
+        .map_err(|what| missing(format!("TFLM did not print {what}")))?;
+    for (owner, (head, tail)) in splits {
+        let name = |figure: &str| owner.map_or_else(|| figure.to_owned(), |model| metric::of_resident(model, figure));
+        let (used_name, used) = (name(metric::ARENA_USED_BYTES), metrics[&name(metric::ARENA_USED_BYTES)]);
         if head + tail != used {
             return Err(missing(format!(
-                "TFLM's printed head and tail ({head} + {tail} bytes) do not add up to its arena_used_bytes ({used})"
+                "TFLM's printed head and tail ({head} + {tail} bytes) do not add up to its {used_name} ({used})"
             )));
         }
-        metrics.insert(metric::ARENA_HEAD_BYTES.into(), head);
-        metrics.insert(metric::ARENA_TAIL_BYTES.into(), tail);
+        metrics.insert(name(metric::ARENA_HEAD_BYTES), head);
+        metrics.insert(name(metric::ARENA_TAIL_BYTES), tail);
     }
     // The analyzer predicts for 32-bit Arm, for the firmware's TFLM; where
     // it cannot, the record says why.
@@ -259,6 +261,7 @@ pub fn record(
         checks,
         arena_prediction,
         tflm_breakdown: None,
+        resident_breakdowns: Default::default(),
         spread: Default::default(),
         footprint: None,
     })
@@ -312,24 +315,65 @@ pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Prediction, 
 }
 
 /// TFLM's breakdown from a run of the recording image (already a record:
-/// the run was checked like any other).
-pub fn tflm_breakdown(board: &Board, spec: &ModelSpec, run: &Run) -> Result<TflmBreakdown, RunError> {
-    breakdown_in(&run.session.log).map_err(|what| RunError::Target {
-        context: context(board, spec, SINGLE_FRAME),
-        what: format!("the recording image did not print {what}"),
-        tail: format!("last lines from the target:\n  {}", run.session.tail(TAIL_LINES).join("\n  ")),
-    })
+/// the run was checked like any other), with whose it is ([`owners`]).
+pub fn tflm_breakdowns<'s>(
+    board: &Board,
+    spec: &'s ModelSpec,
+    run: &Run,
+) -> Result<Vec<(Option<&'s str>, TflmBreakdown)>, RunError> {
+    prints(&run.session.log)
+        .into_iter()
+        .map(breakdown_in)
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|breakdowns| owners(spec, breakdowns))
+        .map_err(|what| RunError::Target {
+            context: context(board, spec, if spec.set.is_some() { MULTI_MODEL } else { SINGLE_FRAME }),
+            what: format!("the recording image did not print {what}"),
+            tail: format!("last lines from the target:\n  {}", run.session.tail(TAIL_LINES).join("\n  ")),
+        })
 }
 
-/// The breakdown in what the recording image printed: its head, tail and
-/// allocator objects, and one line per allocation type; else what is missing.
-fn breakdown_in(log: &[String]) -> Result<TflmBreakdown, String> {
-    let reported = |prefix: &str| tflm_reported(log, prefix).ok_or_else(|| format!("`{prefix}N bytes`"));
+/// The first line of each of TFLM's prints of its split of the arena (the
+/// 2020 TFLM's order, which the shim keeps).
+const HEAD_USAGE: &str = "Head usage: ";
+const TAIL_USAGE: &str = "Tail usage: ";
+
+/// Each time TFLM printed its split of the arena, in order: the log cut
+/// before each `Head usage:` line.
+fn prints(log: &[String]) -> Vec<&[String]> {
+    let starts: Vec<usize> = (0..log.len()).filter(|&i| log[i].starts_with(HEAD_USAGE)).collect();
+    let ends = starts.iter().skip(1).copied().chain([log.len()]);
+    starts.iter().zip(ends).map(|(&start, end)| &log[start..end]).collect()
+}
+
+/// Whose split each of TFLM's prints (read as `T`) is: a model's is its
+/// last print; a set's models' (in separate arenas) are the first ones, one
+/// per model in load order: today's TFLM prints at each load (the shim
+/// does), the 2020 TFLM at each call of `arena_used_bytes`, which the
+/// firmware makes after each load and once more at the end. A shared
+/// arena's prints are one allocator's running totals, and none is kept.
+fn owners<T>(spec: &ModelSpec, mut prints: Vec<T>) -> Result<Vec<(Option<&str>, T)>, String> {
+    match &spec.set {
+        None => prints.pop().map(|last| vec![(None, last)]).ok_or_else(|| format!("`{HEAD_USAGE}N bytes`")),
+        Some(set) if set.sharing == Sharing::Shared => Ok(Vec::new()),
+        Some(set) if prints.len() < set.models.len() => Err(format!(
+            "its split for each of the set's {} models (`{HEAD_USAGE}N bytes` {} times)",
+            set.models.len(),
+            prints.len()
+        )),
+        Some(set) => Ok(set.models.iter().map(|m| Some(m.name.as_str())).zip(prints).collect()),
+    }
+}
+
+/// The breakdown one print of the recording image holds: its head, tail
+/// and allocator objects, and one line per allocation type; else what is
+/// missing.
+fn breakdown_in(lines: &[String]) -> Result<TflmBreakdown, String> {
     let mut recorded = std::collections::BTreeMap::new();
     for name in RECORDED {
         let prefix = format!("Recorded {name}: ");
         // "<used> used, <requested> requested, <count> allocations"
-        let numbers: Option<Vec<i64>> = log.iter().rev().find_map(|l| l.strip_prefix(&prefix)).and_then(|rest| {
+        let numbers: Option<Vec<i64>> = lines.iter().rev().find_map(|l| l.strip_prefix(&prefix)).and_then(|rest| {
             let words: Vec<&str> = rest.split(", ").collect();
             let units = ["used", "requested", "allocations"];
             (words.len() == units.len())
@@ -342,23 +386,28 @@ fn breakdown_in(log: &[String]) -> Result<TflmBreakdown, String> {
         recorded.insert(name.to_owned(), Recorded { used_bytes, requested_bytes, count });
     }
     Ok(TflmBreakdown {
-        head_bytes: reported("Head usage: ")?,
-        tail_bytes: reported("Tail usage: ")?,
-        allocator_bytes: reported("Allocator objects: ")?,
+        head_bytes: printed(lines, HEAD_USAGE)?,
+        tail_bytes: printed(lines, TAIL_USAGE)?,
+        allocator_bytes: printed(lines, "Allocator objects: ")?,
         recorded,
     })
 }
 
-/// A figure TFLM printed as `<prefix><n> bytes` (the last one, if several).
-fn tflm_reported(log: &[String], prefix: &str) -> Option<i64> {
-    log.iter().rev().find_map(|line| line.strip_prefix(prefix)?.strip_suffix(" bytes")?.parse().ok())
+/// A figure TFLM printed as `<prefix><n> bytes` in one print's lines; else
+/// the line expected.
+fn printed(lines: &[String], prefix: &str) -> Result<i64, String> {
+    lines
+        .iter()
+        .rev()
+        .find_map(|line| line.strip_prefix(prefix)?.strip_suffix(" bytes")?.parse().ok())
+        .ok_or_else(|| format!("`{prefix}N bytes`"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::run::measurement::STREAM;
-    use crate::spec::models::{self, Model};
+    use crate::spec::models::{self, Model, SetSpec};
     use crate::spec::runtime::{Generation, Runtime};
     use crate::Workspace;
     use hilmem_protocol::Frame;
@@ -486,7 +535,7 @@ mod tests {
         assert!(err.to_string().contains("(488 + 1424 bytes) do not add up to its arena_used_bytes (1472)"), "{err}");
         let err = with_log("Head usage: 48 bytes", "Tail usagf: 1424 bytes").unwrap_err();
         assert!(err.is_transport(), "{err}");
-        assert!(err.to_string().contains("TFLM's `Tail usage: N bytes` line did not arrive"), "{err}");
+        assert!(err.to_string().contains("TFLM did not print `Tail usage: N bytes`"), "{err}");
     }
 
     /// Where the analyzer has no prediction (a current TFLM and a kernel it
@@ -720,6 +769,46 @@ mod tests {
         assert_eq!((b.head_bytes, b.tail_bytes, b.allocator_bytes), (48, 1004, 236));
         assert_eq!(b.recorded["persistent_buffers"], Recorded { used_bytes: 48, requested_bytes: 36, count: 3 });
         assert_eq!(b.recorded.len(), RECORDED.len());
+    }
+
+    /// A set's image prints TFLM's split per model, in load order (the
+    /// 2020 TFLM once more at the end): each print is read on its own, a
+    /// print that lacks a line is named even when another printed it, and
+    /// the first prints are the set's models', one each.
+    #[test]
+    fn each_print_of_a_set_makes_its_own_breakdown() {
+        let print = |head: i64, missing: Option<&str>| {
+            let mut lines = log(&[&format!("Head usage: {head} bytes"), "Tail usage: 1004 bytes"]);
+            lines.push("Allocator objects: 236 bytes".into());
+            lines.extend(
+                RECORDED.iter().map(|name| format!("Recorded {name}: {head} used, 1 requested, 1 allocations")),
+            );
+            lines.retain(|l| missing.is_none_or(|m| !l.starts_with(m)));
+            lines
+        };
+        let mut printed = log(&["booted"]);
+        printed.extend(print(48, None));
+        printed.push("some TFLM message".into());
+        printed.extend(print(96, None));
+        let breakdowns: Vec<TflmBreakdown> = prints(&printed).into_iter().map(|p| breakdown_in(p).unwrap()).collect();
+        assert_eq!(breakdowns.iter().map(|b| b.head_bytes).collect::<Vec<_>>(), [48, 96]);
+        assert_eq!(breakdowns[1].recorded["op_data"].used_bytes, 96);
+
+        let (_, model, _, _) = setup();
+        let member = |name: &str| ModelSpec { name: name.into(), ..model.spec.clone() };
+        let mut set = ModelSpec { name: "pair".into(), ..model.spec.clone() };
+        set.set = Some(SetSpec { models: vec![member("a"), member("b")], sharing: Sharing::Separate });
+        let owned = owners(&set, vec![1, 2, 3]).unwrap();
+        assert_eq!(owned, [(Some("a"), 1), (Some("b"), 2)]);
+        assert_eq!(owners(&model.spec, vec![1, 2]).unwrap(), [(None, 2)]);
+        let fewer = owners(&set, vec![1]).unwrap_err();
+        assert_eq!(fewer, "its split for each of the set's 2 models (`Head usage: N bytes` 1 times)");
+        set.set.as_mut().unwrap().sharing = Sharing::Shared;
+        assert!(owners(&set, vec![1, 2]).unwrap().is_empty());
+
+        printed.extend(print(16, Some("Recorded op_data")));
+        let third = prints(&printed)[2];
+        assert_eq!(breakdown_in(third).unwrap_err(), "`Recorded op_data: U used, R requested, C allocations`");
     }
 
     /// A missing or garbled line names what was expected.

@@ -175,7 +175,8 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
         );
     }
     config += &format!(
-        "pub static RESIDENTS: [(&str, &[u8], &str, &[u8], usize); {}] = [\n{residents}];\n\
+        "pub const RESIDENT_COUNT: usize = {};\n\
+         pub static RESIDENTS: [(&str, &[u8], &str, &[u8], usize); RESIDENT_COUNT] = [\n{residents}];\n\
          pub const SHARED_ARENA: bool = {shared};\n",
         model.residents.len()
     );

@@ -312,6 +312,7 @@ mod tests {
             checks: vec![],
             arena_prediction: None,
             tflm_breakdown: None,
+            resident_breakdowns: Default::default(),
             spread: Default::default(),
             footprint: None,
         };

@@ -1,6 +1,8 @@
 //! The four scenarios on the default board: what each must show.
 
-use harness::run::measurement::{metric, Measurement, CONCURRENT_OTA, LOG_HEAVY, SCENARIOS, SINGLE_FRAME, STREAM};
+use harness::run::measurement::{
+    metric, Measurement, CONCURRENT_OTA, LOG_HEAVY, MULTI_MODEL, SCENARIOS, SINGLE_FRAME, STREAM,
+};
 use harness::run::{self, Options};
 use harness::target::firmware::Variant;
 
@@ -132,28 +134,8 @@ fn an_update_that_arrives_corrupt_or_fails_to_load_leaves_the_running_model_answ
     // An update whose metadata understates its arena passes the gate, then
     // fails to load: hello_world is put back and answers every frame after.
     let dir = tempfile::tempdir().unwrap();
-    let models = ws().root().join("firmware/models");
-    let file = dir.path().join("hil.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[model]]\nname = \"hello_world\"\nfile = \"{hello}\"\narena_bytes = 3072\n\
-             [[model.input]]\nname = \"x-half-pi\"\nvalues = [1.5707964]\nexpect_value = 1.0\ntolerance = 0.1\n\
-             [model.ota]\nmodel = \"micro_speech\"\nmin_arena_bytes = 1024\nmax_arena_bytes = 2048\nexpect = \"rejected\"\n\
-             [[model]]\nname = \"micro_speech\"\nfile = \"{micro}\"\narena_bytes = 10240\n\
-             [[model.input]]\nname = \"yes\"\nfile = \"{yes}\"\nexpect_class = 2\n",
-            hello = models.join("hello_world.tflite").display(),
-            micro = models.join("micro_speech.tflite").display(),
-            yes = models.join("yes_micro_f2e59fea_nohash_1.data").display(),
-        ),
-    )
-    .unwrap();
-    let mut options = Options::new(&ws(), vec![board.name.clone()]);
-    options.models_file = file;
-    options.models = vec!["hello_world".into()];
-    options.scenarios = vec![CONCURRENT_OTA.into()];
-    let results = run::run(&ws(), &options, &|_| {}).unwrap();
-    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    let ota = "[model.ota]\nmodel = \"micro_speech\"\nmin_arena_bytes = 1024\nmax_arena_bytes = 2048\nexpect = \"rejected\"\n";
+    let results = run_alone(hello_and_micro(dir.path(), ota, ""), "hello_world", CONCURRENT_OTA);
     let failed = record(&results.records, "hello_world", CONCURRENT_OTA);
     assert_eq!(failed.metrics[metric::OTA_ACCEPTED], 0);
     let gate = &failed.notes["ota_gate"];
@@ -161,4 +143,62 @@ fn an_update_that_arrives_corrupt_or_fails_to_load_leaves_the_running_model_answ
     assert!(check_passed(failed, "update to `micro_speech` rejected"));
     assert!(answered(failed, 1), "{:?}", failed.checks);
     assert_eq!(failed.metrics[metric::ARENA_USED_BYTES], 1472, "hello_world runs in the arena again");
+}
+
+/// A set in separate arenas on the bundled TFLM, which prints its split of
+/// the arena at every `arena_used_bytes` call (the firmware asks after each
+/// load, and once more at the end): each model's arena, head and tail are
+/// the ones it has alone, in its own image, and the set's arena is their
+/// sum. The bundled TFLM has no recording allocator, so no breakdowns.
+#[test]
+fn a_set_in_separate_arenas_splits_each_models_arena_as_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = "[[set]]\nname = \"pair\"\nmodels = [\"micro_speech\", \"hello_world\"]\narena = \"separate\"\n";
+    let results = run_alone(hello_and_micro(dir.path(), "", set), "pair", MULTI_MODEL);
+    let set = record(&results.records, "pair", MULTI_MODEL);
+    assert!(set.passed() && set.checks.len() == 2, "{:?}", set.checks);
+    let mut sum = 0;
+    for name in ["micro_speech", "hello_world"] {
+        let (alone, _) = measure(&default_board(), name, SINGLE_FRAME);
+        for figure in [metric::ARENA_USED_BYTES, metric::ARENA_HEAD_BYTES, metric::ARENA_TAIL_BYTES] {
+            assert_eq!(set.metrics[&metric::of_resident(name, figure)], alone.metrics[figure], "{name}: {figure}");
+        }
+        sum += alone.metrics[metric::ARENA_USED_BYTES];
+    }
+    assert_eq!(set.metrics[metric::ARENA_USED_BYTES], sum);
+    assert!(set.resident_breakdowns.is_empty() && set.tflm_breakdown.is_none());
+}
+
+/// A models file in `dir` holding hello_world (then `hello_extra`, such as
+/// its update) and micro_speech, each with one input, then `rest`.
+fn hello_and_micro(dir: &std::path::Path, hello_extra: &str, rest: &str) -> std::path::PathBuf {
+    let models = ws().root().join("firmware/models");
+    let file = dir.join("hil.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[model]]\nname = \"hello_world\"\nfile = \"{hello}\"\narena_bytes = 3072\n\
+             [[model.input]]\nname = \"x-half-pi\"\nvalues = [1.5707964]\nexpect_value = 1.0\ntolerance = 0.1\n\
+             {hello_extra}\
+             [[model]]\nname = \"micro_speech\"\nfile = \"{micro}\"\narena_bytes = 10240\n\
+             [[model.input]]\nname = \"yes\"\nfile = \"{yes}\"\nexpect_class = 2\n{rest}",
+            hello = models.join("hello_world.tflite").display(),
+            micro = models.join("micro_speech.tflite").display(),
+            yes = models.join("yes_micro_f2e59fea_nohash_1.data").display(),
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// `scenario` of `model` from the models file `file` on the default board;
+/// no run failed.
+fn run_alone(file: std::path::PathBuf, model: &str, scenario: &str) -> run::results::Results {
+    let mut options = Options::new(&ws(), vec![default_board().name]);
+    options.models_file = file;
+    options.models = vec![model.into()];
+    options.scenarios = vec![scenario.into()];
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    results
 }

@@ -60,6 +60,7 @@ fn fixture() -> (Results, Comparison) {
                 }],
                 arena_prediction: None,
                 tflm_breakdown: None,
+                resident_breakdowns: Default::default(),
                 spread: BTreeMap::new(),
                 footprint: Some(Footprint {
                     flash: BTreeMap::from([
@@ -89,6 +90,7 @@ fn fixture() -> (Results, Comparison) {
                         .map(|(name, n)| ((*name).to_owned(), Recorded { used_bytes: 16 * n, requested_bytes: 12 * n, count: n }))
                         .collect(),
                 }),
+                resident_breakdowns: Default::default(),
                 spread: BTreeMap::new(),
                 footprint: None,
             },
@@ -101,6 +103,7 @@ fn fixture() -> (Results, Comparison) {
                 checks: vec![Check { name: "output for x-0".into(), passed: false, detail: "value 0.5000, expected 0 ± 0.1".into() }],
                 arena_prediction: None,
                 tflm_breakdown: None,
+                resident_breakdowns: Default::default(),
                 spread: BTreeMap::new(),
                 footprint: None,
             },

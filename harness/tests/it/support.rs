@@ -25,6 +25,10 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 /// The models of the repository's `hil.toml`.
 pub const EXAMPLE_MODELS: [&str; 4] = ["hello_world", "micro_speech", "magic_wand", "person_detection"];
 
+/// The set of `firmware/models/ops/hil.toml` that holds every one-operator
+/// model, in one image.
+pub const EVERY_OPERATOR: &str = "every-operator";
+
 pub fn ws() -> Workspace {
     Workspace::from_source()
 }

@@ -9,19 +9,16 @@ use hilmem_protocol::{exit, Frame};
 use super::{fail, fail_with_tflm_messages, report, report_figures, send, Rig, Text};
 use crate::{config, tflm};
 
-/// Most models a set holds (the shim's slots).
-const MAX_RESIDENTS: usize = 4;
-
 #[inline(never)]
 pub fn run(mut rig: Rig, frames: u32) -> i32 {
     let residents = &config::RESIDENTS;
-    if residents.is_empty() || residents.len() > MAX_RESIDENTS {
-        return fail("command", 0, "multi-model needs an image built for a set of 2 to 4 models");
+    if residents.is_empty() {
+        return fail("command", 0, "multi-model needs an image built for a set of models");
     }
     arena::paint(rig.arena);
     // Each model's part of the arena: what it added when it was loaded (in
     // a shared arena, TFLM reports the allocator's total).
-    let (mut used, mut total) = ([0u32; MAX_RESIDENTS], 0u32);
+    let (mut used, mut total) = ([0u32; config::RESIDENT_COUNT], 0u32);
     let mut start = 0;
     for (slot, &(name, model, _, _, own)) in residents.iter().enumerate() {
         if let Err(e) = tflm::select(slot as u32) {
@@ -49,7 +46,7 @@ pub fn run(mut rig: Rig, frames: u32) -> i32 {
         (used[slot], total) = if config::SHARED_ARENA { (now - total, now) } else { (now, total + now) };
     }
     // Frame by frame, each model in turn on its first input.
-    let mut answers = [(0u32, 0f32); MAX_RESIDENTS];
+    let mut answers = [(0u32, 0f32); config::RESIDENT_COUNT];
     for _ in 0..frames {
         for (slot, &(name, _, _, data, _)) in residents.iter().enumerate() {
             if let Err(e) = tflm::select(slot as u32) {

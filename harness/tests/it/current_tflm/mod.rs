@@ -13,7 +13,7 @@ use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::{current, Layout};
 use harness::model::tflite;
 use harness::report;
-use harness::run::measurement::{metric, Measurement, Recorded, RECORDED, SINGLE_FRAME};
+use harness::run::measurement::{metric, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, RECORDED, SINGLE_FRAME};
 use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
 use harness::spec::models;
@@ -22,7 +22,7 @@ use harness::target::firmware::{self, Variant};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 
-use crate::support::{self, board, printed_by_tflm, ran, ws, TIMEOUT};
+use crate::support::{self, board, printed_by_tflm, ran, ws, EVERY_OPERATOR, TIMEOUT};
 
 mod cmsis_nn;
 mod history;
@@ -167,55 +167,88 @@ fn single_frame(runtime: &Runtime, models_file: std::path::PathBuf, boards: &[&s
     results
 }
 
-/// Where the analyzer's prediction of a reference-kernel run on the
-/// Cortex-M7 is not what TFLM reported: head and tail, and TFLM's recording
-/// allocator, in its own image: its tail, and every allocation type's
-/// bytes and count. Empty when it predicted the run exactly.
+/// Where the analyzer's prediction of a reference-kernel run of one model
+/// on the Cortex-M7 is not what TFLM reported: its record's prediction, and
+/// [`mispredicted_split`] of its head, tail and breakdown. Empty when it
+/// predicted the run exactly.
 fn mispredicted(record: &Measurement, model: &tflite::Model) -> Vec<String> {
-    let mut wrong = Vec::new();
-    let mut check = |what: &str, predicted: String, measured: String| {
-        if predicted != measured {
-            wrong.push(format!("{} {what}: predicted {predicted}, TFLM {measured}", record.model));
-        }
-    };
     let m = &record.metrics;
-    let a = Analysis::of(&record.model, model, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
-    let predicted = (a.greedy_bytes as i64, a.tail_bytes.map(|b| b as i64));
-    let measured = (m[metric::ARENA_HEAD_BYTES], Some(m[metric::ARENA_TAIL_BYTES]));
-    check("head and tail", format!("{predicted:?}"), format!("{measured:?}"));
-    let difference = format!("{:?}", record.arena_prediction.map(|p| p.difference()));
-    check("arena_used_bytes less the record's prediction", "Some(0)".into(), difference);
     let breakdown = record.tflm_breakdown.as_ref().expect("TFLM's breakdown on a current TFLM");
-    let predicted =
-        current::predict(model, current::Allocator::Recording, Planner::Greedy, KernelPath::Reference).unwrap();
-    check("recording tail", predicted.bytes.to_string(), breakdown.tail_bytes.to_string());
-    for name in RECORDED {
-        let p = predicted.recorded.get(name).copied().unwrap_or_default();
-        let p = Recorded { used_bytes: p.used as i64, requested_bytes: p.requested as i64, count: p.count as i64 };
-        check(name, format!("{p:?}"), format!("{:?}", breakdown.recorded[name]));
+    let mut wrong =
+        mispredicted_split(&record.model, model, (m[metric::ARENA_HEAD_BYTES], m[metric::ARENA_TAIL_BYTES]), breakdown);
+    let difference = format!("{:?}", record.arena_prediction.map(|p| p.difference()));
+    if difference != "Some(0)" {
+        wrong.push(format!("{}: arena_used_bytes less the record's prediction: {difference}", record.model));
     }
     wrong
 }
 
-/// Each one-operator model of `firmware/models/ops/` (a kernel the
-/// analyzer knows that no example model runs, int8 and float32) answers
-/// right on the Cortex-M7, and the analyzer predicted its arena to the
-/// byte, type by type.
+/// Where the analyzer's prediction of `model`'s arena (reference kernels,
+/// the Cortex-M7) is not what TFLM reported: its head and tail, and TFLM's
+/// recording allocator, in its own image: its tail, and every allocation
+/// type's bytes and count.
+fn mispredicted_split(
+    name: &str,
+    model: &tflite::Model,
+    head_and_tail: (i64, i64),
+    breakdown: &TflmBreakdown,
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut check = |what: &str, predicted: String, measured: String| {
+        if predicted != measured {
+            wrong.push(format!("{name} {what}: predicted {predicted}, TFLM {measured}"));
+        }
+    };
+    let a = Analysis::of(name, model, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
+    let predicted = (a.greedy_bytes as i64, a.tail_bytes.map(|b| b as i64));
+    let (head, tail) = head_and_tail;
+    check("head and tail", format!("{predicted:?}"), format!("{:?}", (head, Some(tail))));
+    let predicted =
+        current::predict(model, current::Allocator::Recording, Planner::Greedy, KernelPath::Reference).unwrap();
+    check("recording tail", predicted.bytes.to_string(), breakdown.tail_bytes.to_string());
+    for type_name in RECORDED {
+        let p = predicted.recorded.get(type_name).copied().unwrap_or_default();
+        let p = Recorded { used_bytes: p.used as i64, requested_bytes: p.requested as i64, count: p.count as i64 };
+        check(type_name, format!("{p:?}"), format!("{:?}", breakdown.recorded[type_name]));
+    }
+    wrong
+}
+
+/// Every one-operator model of `firmware/models/ops/` (a kernel the
+/// analyzer knows that no example model runs, int8 and float32), all in one
+/// image as the set `every-operator` (an arena each), answers right on the
+/// Cortex-M7, and the analyzer predicted its arena to the byte, type by
+/// type; so did it the set's.
 #[test]
 fn each_operator_model_answers_right_and_is_predicted_to_the_byte_on_the_m7() {
     let runtime = current_tflm();
     let models_file = ws().root().join("firmware/models/ops/hil.toml");
     let file = models::load(&models_file).unwrap();
-    let results = single_frame(&runtime, models_file, &[DEFAULT_BOARD]);
-    let measured: Vec<&Measurement> = ran(&results).collect();
-    assert_eq!(measured.len(), file.models.len());
+    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    options.models_file = models_file;
+    options.models = vec![EVERY_OPERATOR.into()];
+    options.scenarios = vec![MULTI_MODEL.into()];
+    options.tflm = runtime.dir().map(|d| d.display().to_string());
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:?}", results.failed);
+    let record = ran(&results).next().expect("the set's record");
+    let set = file.models.iter().find(|m| m.name == EVERY_OPERATOR).and_then(|m| m.set.as_ref()).unwrap();
+    assert_eq!(record.checks.len(), set.models.len(), "an answer per model");
+    assert!(record.passed(), "{:?}", record.checks.iter().filter(|c| !c.passed).collect::<Vec<_>>());
     let mut wrong = Vec::new();
-    for record in measured {
-        assert!(record.passed(), "{}: {:?}", record.model, record.checks);
-        let model = file.models.iter().find(|m| m.name == record.model).unwrap().parse().unwrap();
-        wrong.extend(mispredicted(record, &model.parsed));
+    for spec in &set.models {
+        let model = spec.parse().unwrap();
+        let figure = |name| record.metrics[&metric::of_resident(&spec.name, name)];
+        let breakdown = &record.resident_breakdowns[&spec.name];
+        wrong.extend(mispredicted_split(
+            &spec.name,
+            &model.parsed,
+            (figure(metric::ARENA_HEAD_BYTES), figure(metric::ARENA_TAIL_BYTES)),
+            breakdown,
+        ));
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "the set's arena");
 }
 
 /// Every builtin operator the checkout's resolver registers is predicted or

@@ -21,7 +21,8 @@ use crate::support::{ran, ws};
 /// in one: each set's `arena_used_bytes` and each model's part of it are
 /// what the analyzer predicts; the shared arena is below the separate sum
 /// by what hello_world's second copy of TFLM's allocator objects and its
-/// head would take; both models answer right either way.
+/// head would take; both models answer right either way. In separate
+/// arenas, each model's head, tail and TFLM's breakdown are its own alone.
 #[test]
 fn a_resident_pair_shares_an_arena_for_less_than_two() {
     let runtime = current_tflm();
@@ -69,10 +70,26 @@ fn a_resident_pair_shares_an_arena_for_less_than_two() {
         assert_eq!(record.metrics[metric::ARENA_USED_BYTES], total as i64, "{set}");
         assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{set}");
         for (name, part) in ["magic_wand", "hello_world"].iter().zip(parts) {
-            assert_eq!(record.metrics[&metric::of_resident(name)], *part as i64, "{set}: {name}");
+            assert_eq!(
+                record.metrics[&metric::of_resident(name, metric::ARENA_USED_BYTES)],
+                *part as i64,
+                "{set}: {name}"
+            );
         }
         assert_eq!(record.metrics[metric::FRAMES], 16, "{set}");
     }
+    // In separate arenas each model's split of its arena, and TFLM's
+    // breakdown of it over the recording allocator, are the ones it has
+    // alone, in an image of its own.
+    let separate = sets["pair-separate"];
+    for name in ["magic_wand", "hello_world"] {
+        let alone = ran(&results).find(|r| r.model == name && r.scenario == SINGLE_FRAME).unwrap();
+        for figure in [metric::ARENA_USED_BYTES, metric::ARENA_HEAD_BYTES, metric::ARENA_TAIL_BYTES] {
+            assert_eq!(separate.metrics[&metric::of_resident(name, figure)], alone.metrics[figure], "{name}: {figure}");
+        }
+        assert_eq!(Some(&separate.resident_breakdowns[name]), alone.tflm_breakdown.as_ref(), "{name}");
+    }
+    assert!(sets["pair-shared"].resident_breakdowns.is_empty());
     // Separate is the sum of the models alone; shared saves hello_world's
     // allocator objects and head, and costs its persistent part only.
     assert_eq!(predicted.separate_parts, [15168, 816]);
