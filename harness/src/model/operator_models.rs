@@ -1,7 +1,7 @@
 //! One-operator models: for kernels of today's TFLM whose arena the
 //! analyzer knows and no example model runs, a small valid model that runs
-//! the kernel alone (float32; int8 too where the kernel's int8 path is its
-//! own). They are kept in `firmware/models/ops/` (equal to what
+//! the kernel alone (float32; int8 too where the kernel's Prepare reads the
+//! type). They are kept in `firmware/models/ops/` (equal to what
 //! [`operator_models`] writes; a test checks) with a models file that gives
 //! each an input and its answer, so that a test holds the prediction to
 //! TFLM's figures on the Cortex-M7.
@@ -49,9 +49,9 @@ fn int8s(shape: &[i32], scale: f32, levels: &[i8]) -> Operand {
 
 /// A model of one operator of builtin `code`: the graph's input, of shape
 /// `input`, and constants are its `operands`; its outputs have the shapes
-/// `outputs`, and all are the graph's. Input and outputs are int8 with the
-/// (scale, zero point) of input and output given, else of the types
-/// `kinds` (input, outputs). Its options table, of type `options.0`, has
+/// `outputs`, and all are the graph's. Input and outputs are of the types
+/// `kinds` (input, outputs); an int8 one has the (scale, zero point) of
+/// `quantized` (input, outputs). Its options table, of type `options.0`, has
 /// the int fields `options.1` (vtable field, value); the rest are each
 /// kernel's defaults.
 struct OneOperator<'a> {
@@ -79,13 +79,19 @@ impl OneOperator<'_> {
         }
     }
 
+    /// The same operator on int8 input and outputs, quantized as `quantized`
+    /// (input, outputs).
+    fn int8(self, quantized: [(f32, i64); 2]) -> Self {
+        OneOperator { kinds: [INT8; 2], quantized: Some(quantized), ..self }
+    }
+
     fn write(&self) -> Vec<u8> {
         let tensor = |name: &str, shape: &[i32], kind: u8, i: usize| match self.quantized {
-            Some(q) => Tensor {
+            Some(q) if kind == INT8 => Tensor {
                 quantization: Quantization { scale: vec![q[i].0], zero_point: vec![q[i].1], dimension: 0 },
                 ..Tensor::plain(name, shape, INT8, 0)
             },
-            None => Tensor::plain(name, shape, kind, 0),
+            _ => Tensor::plain(name, shape, kind, 0),
         };
         let mut tensors = vec![tensor("input", self.input, self.kinds[0], 0)];
         for (i, shape) in self.outputs.iter().enumerate() {
@@ -145,8 +151,11 @@ impl OneOperator<'_> {
 /// require (1/256 and -128; 16/256 and 127).
 pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
     let float = |stem, code, operands| (stem, OneOperator::float(code, operands, &SHAPE).write());
-    let int8 = |stem, code, operands, quantized| {
-        (stem, OneOperator { quantized: Some(quantized), ..OneOperator::float(code, operands, &SHAPE) }.write())
+    let int8 =
+        |stem, code, operands, quantized| (stem, OneOperator::float(code, operands, &SHAPE).int8(quantized).write());
+    let int8_with = |stem, code, input, operands, outputs, quantized| {
+        let op = OneOperator { input, operands, outputs, ..OneOperator::float(code, 0, &SHAPE) };
+        (stem, op.int8(quantized).write())
     };
     let with = |stem, code, input, operands, outputs| {
         let op =
@@ -175,6 +184,8 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
     let pad_one_each_side = || int32s(&[2, 2], &[0, 0, 1, 1]);
     let block = || int32s(&[2], &[2, 2]);
     let no_crops = || int32s(&[2, 2], &[0; 4]);
+    let one = || int8s(&SHAPE, 1.0 / 16.0, &[16; 4]);
+    let (sixteenth, eighth) = ((1.0 / 16.0, 0), (1.0 / 8.0, 0));
     vec![
         int8("mul_int8", 18, 2, [(1.0 / 64.0, 0), (1.0 / 32.0, 0)]),
         float("mul_float", 18, 2),
@@ -253,12 +264,9 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         with("cumsum_float", 128, &SHAPE, vec![input(), int32s(&[], &[1])], vec![&SHAPE]),
         (
             "cumsum_int8",
-            OneOperator {
-                operands: vec![input(), int32s(&[], &[1])],
-                quantized: Some([(1.0 / 16.0, 0), (1.0 / 8.0, 0)]),
-                ..OneOperator::float(128, 0, &SHAPE)
-            }
-            .write(),
+            OneOperator { operands: vec![input(), int32s(&[], &[1])], ..OneOperator::float(128, 0, &SHAPE) }
+                .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
+                .write(),
         ),
         with("split_float", 49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]]),
         with(
@@ -321,10 +329,10 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             OneOperator {
                 input: &[1, 2, 2, 1],
                 operands: vec![int32s(&[4], &[1, 2, 2, 1]), int8s(&[1, 1, 1, 1], 1.0 / 32.0, &[64]), input()],
-                quantized: Some([(1.0 / 16.0, 0), (1.0 / 8.0, 0)]),
                 options: (49, vec![(1, 1), (2, 1)]),
                 ..OneOperator::float(67, 0, &[1, 2, 2, 1])
             }
+            .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
             .write(),
         ),
         arg("arg_max_float", 56),
@@ -333,5 +341,52 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         int8("log_softmax_int8", 50, 1, [(1.0 / 16.0, 0), (16.0 / 256.0, 127)]),
         float("add_n_float", 106, 2),
         int8("add_n_int8", 106, 2, [(1.0 / 16.0, 0), (1.0 / 8.0, 0)]),
+        // int8 paths of kernels whose float models are above: a constant
+        // operand of 1.0 (0.5 for PRELU's alpha, 2.0 for DIV's divisor, the
+        // comparisons' constant as for float), the input and output scales
+        // each kernel requires (TANH's and L2_NORMALIZATION's output 1/128).
+        int8_with("sub_int8", 41, &SHAPE, vec![input(), one()], vec![&SHAPE], [sixteenth, eighth]),
+        int8_with("squared_difference_int8", 99, &SHAPE, vec![input(), one()], vec![&SHAPE], [sixteenth, eighth]),
+        int8_with("maximum_int8", 55, &SHAPE, vec![input(), one()], vec![&SHAPE], [sixteenth; 2]),
+        int8_with("minimum_int8", 57, &SHAPE, vec![input(), one()], vec![&SHAPE], [sixteenth; 2]),
+        int8_with(
+            "prelu_int8",
+            54,
+            &SHAPE,
+            vec![input(), int8s(&SHAPE, 1.0 / 16.0, &[8; 4])],
+            vec![&SHAPE],
+            [sixteenth; 2],
+        ),
+        int8_with(
+            "div_int8",
+            42,
+            &SHAPE,
+            vec![input(), int8s(&SHAPE, 1.0 / 16.0, &[32; 4])],
+            vec![&SHAPE],
+            [sixteenth; 2],
+        ),
+        int8("relu_int8", 19, 1, [sixteenth; 2]),
+        int8("relu6_int8", 21, 1, [sixteenth; 2]),
+        int8("leaky_relu_int8", 98, 1, [sixteenth; 2]),
+        int8("hard_swish_int8", 117, 1, [sixteenth; 2]),
+        int8("tanh_int8", 28, 1, [sixteenth, (1.0 / 128.0, 0)]),
+        int8("elu_int8", 111, 1, [sixteenth; 2]),
+        int8("abs_int8", 101, 1, [sixteenth; 2]),
+        int8("rsqrt_int8", 76, 1, [sixteenth, (1.0 / 64.0, 0)]),
+        int8("l2_normalization_int8", 11, 1, [sixteenth, (1.0 / 128.0, 0)]),
+        int8_with("concatenation_int8", 2, &SHAPE, vec![input(), input()], vec![&[2, 4]], [sixteenth; 2]),
+        int8_with("pad_int8", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]], [sixteenth; 2]),
+        int8_with("sum_int8", 74, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth, (0.25, 0)]),
+        int8_with("reduce_max_int8", 82, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth; 2]),
+        (
+            "greater_int8",
+            OneOperator {
+                operands: vec![input(), int8s(&SHAPE, 1.0 / 16.0, &[64, 32, 16, 48])],
+                kinds: [INT8, BOOL],
+                quantized: Some([sixteenth; 2]),
+                ..OneOperator::float(61, 0, &SHAPE)
+            }
+            .write(),
+        ),
     ]
 }
