@@ -13,7 +13,9 @@ use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::registry::Operators;
 use crate::model::tail::cmsis_nn::{self, KernelPath};
 use crate::model::tail::current;
-use crate::run::measurement::{metric, ArenaPrediction, Measurement, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED};
+use crate::run::measurement::{
+    metric, ArenaPrediction, Measurement, TflmBreakdown, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED,
+};
 use crate::run::results::Results;
 use crate::spec::board::{Board, Layout, Runner};
 use crate::target::footprint::describe;
@@ -360,10 +362,18 @@ fn footprints_markdown(results: &Results) -> String {
     out
 }
 
-/// TFLM's own account of the arena, where records carry it: bytes used
-/// (allocations) per allocation type, from the recording image.
+/// TFLM's own account of the arena, where records carry it (a model's, and
+/// each model's of a set in separate arenas): bytes used (allocations) per
+/// allocation type, from the recording image.
 fn breakdowns(results: &Results) -> String {
-    let with: Vec<_> = results.records.iter().filter_map(|r| Some((r, r.tflm_breakdown.as_ref()?))).collect();
+    let with: Vec<(String, &TflmBreakdown)> = results
+        .records
+        .iter()
+        .flat_map(|r| {
+            let own = r.tflm_breakdown.iter().map(|b| (format!("{}/{}", r.board, r.model), b));
+            own.chain(r.resident_breakdowns.iter().map(|(model, b)| (format!("{}/{} ({model})", r.board, r.model), b)))
+        })
+        .collect();
     if with.is_empty() {
         return String::new();
     }
@@ -375,8 +385,8 @@ fn breakdowns(results: &Results) -> String {
         out += &format!(" {} |", name.replace('_', " "));
     }
     out += &format!("\n|---|--:|--:|--:|{}\n", "--:|".repeat(RECORDED.len()));
-    for (r, b) in with {
-        out += &format!("| {}/{} | {} | {} | {} |", r.board, r.model, b.head_bytes, b.tail_bytes, b.allocator_bytes);
+    for (label, b) in with {
+        out += &format!("| {label} | {} | {} | {} |", b.head_bytes, b.tail_bytes, b.allocator_bytes);
         for name in RECORDED {
             out += &b.recorded.get(name).map_or(" - |".to_owned(), |a| format!(" {} ({}) |", a.used_bytes, a.count));
         }

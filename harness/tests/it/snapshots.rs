@@ -36,6 +36,16 @@ fn fixture() -> (Results, Comparison) {
         ])
     };
     let pass = |name: &str| Check { name: name.into(), passed: true, detail: "class 1, expected 1".into() };
+    let breakdown = |head_bytes, tail_bytes| TflmBreakdown {
+        head_bytes,
+        tail_bytes,
+        allocator_bytes: 164,
+        recorded: RECORDED
+            .iter()
+            .zip(1..)
+            .map(|(name, n)| ((*name).to_owned(), Recorded { used_bytes: 16 * n, requested_bytes: 12 * n, count: n }))
+            .collect(),
+    };
     let results = Results {
         format: RESULTS_FORMAT,
         commit: Some("c9888c243e29df113a35605ffe72544f64f6782b".into()),
@@ -80,16 +90,7 @@ fn fixture() -> (Results, Comparison) {
                 notes: BTreeMap::new(),
                 checks: vec![pass("output for x-0")],
                 arena_prediction: Some(ArenaPrediction { predicted_bytes: 1456, measured_bytes: 1480 }),
-                tflm_breakdown: Some(TflmBreakdown {
-                    head_bytes: 48,
-                    tail_bytes: 812,
-                    allocator_bytes: 164,
-                    recorded: RECORDED
-                        .iter()
-                        .zip(1..)
-                        .map(|(name, n)| ((*name).to_owned(), Recorded { used_bytes: 16 * n, requested_bytes: 12 * n, count: n }))
-                        .collect(),
-                }),
+                tflm_breakdown: Some(breakdown(48, 812)),
                 resident_breakdowns: Default::default(),
                 spread: BTreeMap::new(),
                 footprint: None,
@@ -104,6 +105,23 @@ fn fixture() -> (Results, Comparison) {
                 arena_prediction: None,
                 tflm_breakdown: None,
                 resident_breakdowns: Default::default(),
+                spread: BTreeMap::new(),
+                footprint: None,
+            },
+            // A set in separate arenas: each model's breakdown.
+            Measurement {
+                board: "qemu-m7".into(),
+                model: "pair".into(),
+                scenario: "multi-model".into(),
+                metrics: metrics(17_136, 2200),
+                notes: BTreeMap::new(),
+                checks: vec![pass("output for magic_wand"), pass("output for hello_world")],
+                arena_prediction: Some(ArenaPrediction { predicted_bytes: 17_136, measured_bytes: 17_136 }),
+                tflm_breakdown: None,
+                resident_breakdowns: BTreeMap::from([
+                    ("hello_world".into(), breakdown(48, 812)),
+                    ("magic_wand".into(), breakdown(13_824, 1840)),
+                ]),
                 spread: BTreeMap::new(),
                 footprint: None,
             },
