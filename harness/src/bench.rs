@@ -199,7 +199,7 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
             if k >= 2 {
                 inputs.push(k as i32 - 2);
             }
-            Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1], options: 0, window: None }
+            Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1], options: 0, window: None, adjoint: None }
         })
         .collect();
     crate::model::tflite::write(&Model {
@@ -247,6 +247,7 @@ pub fn branching_model() -> Vec<u8> {
         outputs: vec![output],
         options: if code == 0 { ADD_OPTIONS } else { REDUCER_OPTIONS },
         window: None,
+        adjoint: None,
     };
     crate::model::tflite::write(&Model {
         version: 3,

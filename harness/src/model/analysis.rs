@@ -354,7 +354,14 @@ mod tests {
     }
 
     fn op(inputs: &[i32], outputs: &[i32]) -> Operator {
-        Operator { opcode_index: 0, inputs: inputs.to_vec(), outputs: outputs.to_vec(), options: 0, window: None }
+        Operator {
+            opcode_index: 0,
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+            options: 0,
+            window: None,
+            adjoint: None,
+        }
     }
 
     /// A graph written with the flatbuffers builder and read back, so the

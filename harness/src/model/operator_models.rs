@@ -7,7 +7,7 @@
 //! TFLM's figures on the Cortex-M7.
 
 use crate::model::tflite::{
-    self, Extras, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, FLOAT32, INT8,
+    self, Extras, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32, INT8,
 };
 
 /// The shape of most models' input (and output).
@@ -62,6 +62,8 @@ struct OneOperator<'a> {
     kinds: [u8; 2],
     quantized: Option<[(f32, i64); 2]>,
     options: (u8, Vec<(u16, i32)>),
+    /// A batched matrix product's `adj_x` and `adj_y`.
+    adjoint: Option<[bool; 2]>,
 }
 
 impl OneOperator<'_> {
@@ -76,6 +78,7 @@ impl OneOperator<'_> {
             kinds: [FLOAT32; 2],
             quantized: None,
             options: (0, vec![]),
+            adjoint: None,
         }
     }
 
@@ -128,7 +131,14 @@ impl OneOperator<'_> {
                 tensors,
                 inputs: vec![0],
                 outputs: outputs.clone(),
-                operators: vec![Operator { opcode_index: 0, inputs, outputs, options: self.options.0, window: None }],
+                operators: vec![Operator {
+                    opcode_index: 0,
+                    inputs,
+                    outputs,
+                    options: self.options.0,
+                    window: None,
+                    adjoint: self.adjoint,
+                }],
             }],
             buffers,
             offline_plan: None,
@@ -158,8 +168,7 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         (stem, op.int8(quantized).write())
     };
     let with = |stem, code, input, operands, outputs| {
-        let op =
-            OneOperator { code, input, operands, outputs, kinds: [FLOAT32; 2], quantized: None, options: (0, vec![]) };
+        let op = OneOperator { input, operands, outputs, ..OneOperator::float(code, 0, &SHAPE) };
         (stem, op.write())
     };
     let arg = |stem, code| {
@@ -178,6 +187,14 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         let op = OneOperator { input, outputs, options, ..OneOperator::float(code, 1, &SHAPE) };
         (stem, op.write())
     };
+    let matmul_of = |adjoint| OneOperator {
+        input: &[2, 2],
+        outputs: vec![&[2, 2]],
+        options: (BATCH_MATMUL_OPTIONS, vec![]),
+        adjoint: Some(adjoint),
+        ..OneOperator::float(126, 2, &SHAPE)
+    };
+    let matmul = |stem, adjoint| (stem, matmul_of(adjoint).write());
     let against = || Some(floats(&SHAPE, &[4.0, 2.0, 1.0, 3.0]));
     let input = || Operand::Input;
     let last_axis = || int32s(&[1], &[1]);
@@ -378,6 +395,13 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         int8_with("pad_int8", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]], [sixteenth; 2]),
         int8_with("sum_int8", 74, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth, (0.25, 0)]),
         int8_with("reduce_max_int8", 82, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth; 2]),
+        // BATCH_MATMUL of the input `[2,2]` with itself: `x·x` (the kernel
+        // copies the right operand transposed), `x·xᵀ` (adj_y: no copy) and
+        // `xᵀ·x` (adj_x: both copied); int8 with output scale 1/4.
+        matmul("batch_matmul_float", [false, false]),
+        matmul("batch_matmul_adj_y_float", [false, true]),
+        matmul("batch_matmul_adj_x_float", [true, false]),
+        ("batch_matmul_int8", matmul_of([false, false]).int8([sixteenth, (0.25, 0)]).write()),
         (
             "greater_int8",
             OneOperator {

@@ -266,6 +266,10 @@ pub struct Operator {
     /// The window of a convolution (`Conv2DOptions`,
     /// `DepthwiseConv2DOptions`), which sizes CMSIS-NN's scratch buffers.
     pub window: Option<Window>,
+    /// Whether a batched matrix product takes its operands transposed
+    /// (`BatchMatMulOptions`: `adj_x`, `adj_y`), which decides what its
+    /// kernel copies into the arena.
+    pub adjoint: Option<[bool; 2]>,
 }
 
 /// How a convolution slides over its input.
@@ -282,6 +286,9 @@ pub struct Window {
 /// and `DepthwiseConv2DOptions`.
 pub const CONV_OPTIONS: u8 = 1;
 pub const DEPTHWISE_CONV_OPTIONS: u8 = 2;
+/// The builtin options type of a batched matrix product, whose fields 0
+/// and 1 are `adj_x` and `adj_y`.
+pub const BATCH_MATMUL_OPTIONS: u8 = 101;
 
 impl Window {
     /// The vtable fields of the options table of type `options` that hold
@@ -382,12 +389,17 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                         }),
                         _ => None,
                     };
+                    let adjoint = match (options, op.table(4)?) {
+                        (BATCH_MATMUL_OPTIONS, Some(o)) => Some([o.scalar_u8(0, 0)? != 0, o.scalar_u8(1, 0)? != 0]),
+                        _ => None,
+                    };
                     Ok(Operator {
                         opcode_index: op.scalar_u32(0, 0)?,
                         inputs: op.i32s(1)?,
                         outputs: op.i32s(2)?,
                         options,
                         window,
+                        adjoint,
                     })
                 })
                 .collect::<Result<Vec<_>, ReadError>>()?;

@@ -88,11 +88,24 @@ fn a_build_record_has_the_figures_a_run_of_the_same_image_reports() {
 /// A float model of ADDs, with one more operator (a RELU) when `relu`.
 fn model_file(relu: bool) -> Vec<u8> {
     let tensor = |name: &str| Tensor::plain(name, &[1, 4], 0, 0);
-    let mut operators =
-        vec![Operator { opcode_index: 0, inputs: vec![0, 0], outputs: vec![1], options: 11, window: None }];
+    let mut operators = vec![Operator {
+        opcode_index: 0,
+        inputs: vec![0, 0],
+        outputs: vec![1],
+        options: 11,
+        window: None,
+        adjoint: None,
+    }];
     let mut codes = vec![OperatorCode { builtin: 0, custom: None, version: 1 }];
     if relu {
-        operators.push(Operator { opcode_index: 1, inputs: vec![1], outputs: vec![2], options: 0, window: None });
+        operators.push(Operator {
+            opcode_index: 1,
+            inputs: vec![1],
+            outputs: vec![2],
+            options: 0,
+            window: None,
+            adjoint: None,
+        });
         codes.push(OperatorCode { builtin: 19, custom: None, version: 1 });
     }
     let tensors = (0..=operators.len()).map(|i| tensor(&format!("t{i}"))).collect();

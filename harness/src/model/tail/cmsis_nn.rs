@@ -329,6 +329,7 @@ mod tests {
                     outputs: vec![2],
                     options: crate::model::tflite::DEPTHWISE_CONV_OPTIONS,
                     window: Some(Window { same: false, stride: [1, 1], dilation: [1, 1] }),
+                    adjoint: None,
                 }],
             }],
             buffers: vec![0, 3 * channels as usize],

@@ -71,6 +71,11 @@ enum Prepare {
     AddN(Layout),
     /// SVDF's scratch buffers (see `svdf_scratch`).
     Svdf,
+    /// BATCH_MATMUL: for an int8 or int16 input its quantization data; for
+    /// each operand its kernel transposes (the left one with `adj_x`, the
+    /// right one without `adj_y`), a `TfLiteEvalTensor`, its dims and a copy
+    /// of its data.
+    BatchMatMul(Layout),
     /// TRANSPOSE_CONV: a multiplier and a shift per output channel (the
     /// filter's dimension 0) for every type; a scratch accumulator per
     /// output element, int32 for an int8 input and int64 for int16; and for
@@ -82,10 +87,11 @@ enum Prepare {
 }
 
 impl Prepare {
-    /// The `OpData` it allocates, if any.
+    /// The kernel's own struct it allocates (an `OpData`, BATCH_MATMUL's
+    /// quantization data), if any.
     const fn op_data(self) -> Option<Layout> {
         match self {
-            Prepare::OpData(l) | Prepare::OpDataForInt8(l) | Prepare::AddN(l) => Some(l),
+            Prepare::OpData(l) | Prepare::OpDataForInt8(l) | Prepare::AddN(l) | Prepare::BatchMatMul(l) => Some(l),
             _ => None,
         }
     }
@@ -311,6 +317,12 @@ pub const KERNELS: &[Kernel] = &[
         None,
         Prepare::OpDataForInt8(private("tensorflow/lite/micro/kernels/cumsum.cc", "tflite::OpData", 36, 4)),
     ),
+    copying_output_dims(kernel(
+        126,
+        Some(layout("TfLiteBatchMatMulParams", 3, 1)),
+        Some(layout("tflite::OpDataBatchMatmul", 16, 4)),
+        Prepare::BatchMatMul(layout("tflite::QuantizationOpDataBatchMatmul", 28, 4)),
+    )),
     allocates_nothing(130), // BROADCAST_TO
     kernel(140, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false }),
     allocates_nothing(145), // BROADCAST_ARGS
@@ -359,9 +371,6 @@ const NO_LSTM_MODEL: &str = "its allocations are read (an `OpDataLSTM`, four scr
 const RESOURCE_VARIABLES: &str = "its kernel needs the interpreter's `MicroResourceVariables`, which hilmem's \
                                   firmware does not create (TFLM refuses the model at Prepare without them)";
 /// Why the prediction does not know BATCH_MATMUL.
-const TRANSPOSES: &str = "what its kernel allocates depends on its options `adj_x` and `adj_y` (a transposed \
-                          copy of an operand, with its dims and data, in the arena), which hilmem's model reader \
-                          does not keep yet";
 /// Why the prediction does not know a kernel: it runs other subgraphs.
 const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers one";
 
@@ -371,7 +380,6 @@ const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers on
 /// is named until it is in one of them.
 pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("ASSIGN_VARIABLE", RESOURCE_VARIABLES),
-    ("BATCH_MATMUL", TRANSPOSES),
     ("CALL_ONCE", OTHER_SUBGRAPHS),
     ("IF", OTHER_SUBGRAPHS),
     ("READ_VARIABLE", RESOURCE_VARIABLES),
@@ -395,6 +403,7 @@ pub const DECLARED_IN: &[&str] = &[
     "tensorflow/lite/micro/recording_micro_allocator.h",
     "tensorflow/lite/micro/kernels/activations.h",
     "tensorflow/lite/micro/kernels/add.h",
+    "tensorflow/lite/micro/kernels/batch_matmul.h",
     "tensorflow/lite/micro/kernels/conv.h",
     "tensorflow/lite/micro/kernels/dequantize.h",
     "tensorflow/lite/micro/kernels/fully_connected.h",
@@ -694,6 +703,19 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                         }
                     }
                     _ => {}
+                }
+            }
+            Prepare::BatchMatMul(quantization) => {
+                let (lhs, rhs) = (input(0).ok_or_else(|| missing("lhs"))?, input(1).ok_or_else(|| missing("rhs"))?);
+                if matches!(lhs.kind, INT8 | INT16) {
+                    tail.persistent_buffer(quantization.bytes);
+                }
+                let [adj_x, adj_y] = op.adjoint.unwrap_or_default();
+                for operand in [adj_x.then_some(lhs), (!adj_y).then_some(rhs)].into_iter().flatten() {
+                    let bytes = operand.bytes().ok_or_else(|| err(format!("step {step}: `{}`", operand.name)))?;
+                    tail.persistent_buffer(EVAL_TENSOR.bytes);
+                    tail.persistent_buffer(4 + 4 * operand.shape.len());
+                    tail.persistent_buffer(bytes);
                 }
             }
             Prepare::Svdf => {

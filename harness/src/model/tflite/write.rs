@@ -137,6 +137,10 @@ fn subgraph<'a>(
                     fb.push_slot_always(field(dilation_w), w.dilation[1]);
                     fb.push_slot_always(field(dilation_h), w.dilation[0]);
                 }
+                if let Some(adjoint) = op.adjoint {
+                    fb.push_slot_always(slot(0), u8::from(adjoint[0]));
+                    fb.push_slot_always(slot(1), u8::from(adjoint[1]));
+                }
                 for &(field, value) in option_fields.get(&i).into_iter().flatten() {
                     fb.push_slot_always(slot(field), value);
                 }
