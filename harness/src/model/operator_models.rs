@@ -7,8 +7,11 @@
 //! TFLM's figures on the Cortex-M7.
 
 use crate::model::tflite::{
-    self, Extras, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32, INT8,
+    self, Extras, Field, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32,
+    INT8,
 };
+
+use Field::{Byte, Int};
 
 /// The shape of most models' input (and output).
 const SHAPE: [i32; 2] = [1, 4];
@@ -17,12 +20,16 @@ const SHAPE: [i32; 2] = [1, 4];
 const INT32: u8 = 2;
 const BOOL: u8 = 6;
 
-/// An input of the operator: the graph's input, or a constant tensor.
+/// An input of the operator: the graph's input, a constant tensor, a
+/// variable (a float32 state of this shape, kept between inferences), or an
+/// optional input left out.
 #[derive(Debug, Clone)]
 enum Operand {
     Input,
     /// Its tensor (named and given its buffer when written) and bytes.
     Constant(Tensor, Vec<u8>),
+    Variable(&'static [i32]),
+    Absent,
 }
 
 /// An int32 constant (axes, paddings, permutations, sizes, indices).
@@ -61,7 +68,7 @@ struct OneOperator<'a> {
     outputs: Vec<&'a [i32]>,
     kinds: [u8; 2],
     quantized: Option<[(f32, i64); 2]>,
-    options: (u8, Vec<(u16, i32)>),
+    options: (u8, Vec<(u16, Field)>),
     /// A batched matrix product's `adj_x` and `adj_y`.
     adjoint: Option<[bool; 2]>,
 }
@@ -120,6 +127,12 @@ impl OneOperator<'_> {
                     extras.buffers.insert(buffer, bytes.clone());
                     tensors.len() as i32 - 1
                 }
+                Operand::Variable(shape) => {
+                    let name = format!("state{}", tensors.len());
+                    tensors.push(Tensor { is_variable: true, ..Tensor::plain(&name, shape, FLOAT32, 0) });
+                    tensors.len() as i32 - 1
+                }
+                Operand::Absent => -1,
             })
             .collect();
         let model = Model {
@@ -195,6 +208,17 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         ..OneOperator::float(126, 2, &SHAPE)
     };
     let matmul = |stem, adjoint| (stem, matmul_of(adjoint).write());
+    let lstm = || {
+        let (weight, bias) = (|w| floats(&[1, 1], &[w]), || floats(&[1], &[0.0]));
+        let mut operands = vec![Operand::Input, weight(1.0), weight(-20.0), weight(1.0), weight(1.0)];
+        operands.extend([weight(0.0), weight(0.0), weight(0.0), weight(0.0)]);
+        operands.extend(vec![Operand::Absent; 3]);
+        operands.extend([bias(), bias(), bias(), bias()]);
+        operands.extend(vec![Operand::Absent; 2]);
+        operands.extend([Operand::Variable(&[1, 1]), Operand::Variable(&[1, 1])]);
+        operands.extend(vec![Operand::Absent; 4]);
+        operands
+    };
     let against = || Some(floats(&SHAPE, &[4.0, 2.0, 1.0, 3.0]));
     let input = || Operand::Input;
     let last_axis = || int32s(&[1], &[1]);
@@ -309,15 +333,15 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         ),
         // UnpackOptions: num 2 (axis 0); DepthToSpace- and SpaceToDepthOptions:
         // block_size 2; Pool2DOptions: stride and filter 2 by 2.
-        with_options("unpack_float", 88, &[2, 2], vec![&[2], &[2]], (64, vec![(0, 2)])),
-        with_options("depth_to_space_float", 5, &[1, 1, 1, 4], vec![&[1, 2, 2, 1]], (94, vec![(0, 2)])),
-        with_options("space_to_depth_float", 26, &[1, 2, 2, 1], vec![&[1, 1, 1, 4]], (19, vec![(0, 2)])),
+        with_options("unpack_float", 88, &[2, 2], vec![&[2], &[2]], (64, vec![(0, Int(2))])),
+        with_options("depth_to_space_float", 5, &[1, 1, 1, 4], vec![&[1, 2, 2, 1]], (94, vec![(0, Int(2))])),
+        with_options("space_to_depth_float", 26, &[1, 2, 2, 1], vec![&[1, 1, 1, 4]], (19, vec![(0, Int(2))])),
         with_options(
             "l2_pool_2d_float",
             12,
             &[1, 2, 2, 1],
             vec![&[1, 1, 1, 1]],
-            (5, vec![(1, 2), (2, 2), (3, 2), (4, 2)]),
+            (5, vec![(1, Int(2)), (2, Int(2)), (3, Int(2)), (4, Int(2))]),
         ),
         (
             "broadcast_args_int32",
@@ -336,7 +360,7 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             OneOperator {
                 input: &[1, 2, 2, 1],
                 operands: vec![int32s(&[4], &[1, 2, 2, 1]), floats(&[1, 1, 1, 1], &[2.0]), input()],
-                options: (49, vec![(1, 1), (2, 1)]),
+                options: (49, vec![(1, Int(1)), (2, Int(1))]),
                 ..OneOperator::float(67, 0, &[1, 2, 2, 1])
             }
             .write(),
@@ -346,7 +370,7 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             OneOperator {
                 input: &[1, 2, 2, 1],
                 operands: vec![int32s(&[4], &[1, 2, 2, 1]), int8s(&[1, 1, 1, 1], 1.0 / 32.0, &[64]), input()],
-                options: (49, vec![(1, 1), (2, 1)]),
+                options: (49, vec![(1, Int(1)), (2, Int(1))]),
                 ..OneOperator::float(67, 0, &[1, 2, 2, 1])
             }
             .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
@@ -402,6 +426,24 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         matmul("batch_matmul_adj_y_float", [false, true]),
         matmul("batch_matmul_adj_x_float", [true, false]),
         ("batch_matmul_int8", matmul_of([false, false]).int8([sixteenth, (0.25, 0)]).write()),
+        // UNIDIRECTIONAL_SEQUENCE_LSTM: one step of one unit on the input
+        // `[1,1,1]` (batch, time, input), its input weights 1 but the forget
+        // gate's -20 (so that the cell forgets and every frame answers
+        // alike), recurrent weights and biases 0, without peepholes,
+        // projection or layer norms, its two states variables;
+        // UnidirectionalSequenceLSTMOptions: the cell's activation TANH
+        // (TFLM asserts one).
+        (
+            "unidirectional_sequence_lstm_float",
+            OneOperator {
+                input: &[1, 1, 1],
+                operands: lstm(),
+                outputs: vec![&[1, 1, 1]],
+                options: (71, vec![(0, Byte(4))]),
+                ..OneOperator::float(44, 0, &SHAPE)
+            }
+            .write(),
+        ),
         (
             "greater_int8",
             OneOperator {

@@ -9,7 +9,7 @@
 mod offline;
 mod write;
 pub use offline::{with_offline_plan, OFFLINE_PLAN};
-pub use write::{write, write_with, Extras};
+pub use write::{write, write_with, Extras, Field};
 
 use std::fmt;
 
@@ -241,16 +241,20 @@ impl Tensor {
         self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
     }
 
+    /// Bytes of one element (None for a type TFLM cannot size).
+    pub fn element_bytes(&self) -> Option<usize> {
+        match self.kind {
+            4 | 8 | 10 => Some(8),    // int64, complex64, float64
+            0 | 2 => Some(4),         // float32, int32
+            1 | 7 => Some(2),         // float16, int16
+            3 | 5 | 6 | 9 => Some(1), // uint8, string, bool, int8
+            _ => None,
+        }
+    }
+
     /// Bytes of the tensor's data (None for a type TFLM cannot size).
     pub fn bytes(&self) -> Option<usize> {
-        let element: usize = match self.kind {
-            4 | 8 | 10 => 8,    // int64, complex64, float64
-            0 | 2 => 4,         // float32, int32
-            1 | 7 => 2,         // float16, int16
-            3 | 5 | 6 | 9 => 1, // uint8, string, bool, int8
-            _ => return None,
-        };
-        self.elements()?.checked_mul(element)
+        self.elements()?.checked_mul(self.element_bytes()?)
     }
 }
 

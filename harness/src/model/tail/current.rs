@@ -71,6 +71,10 @@ enum Prepare {
     AddN(Layout),
     /// SVDF's scratch buffers (see `svdf_scratch`).
     Svdf,
+    /// UNIDIRECTIONAL_SEQUENCE_LSTM: four scratch buffers of batch × state
+    /// elements (the output state's, input 18) of the cell state's type
+    /// (input 19).
+    Lstm,
     /// BATCH_MATMUL: for an int8 or int16 input its quantization data; for
     /// each operand its kernel transposes (the left one with `adj_x`, the
     /// right one without `adj_y`), a `TfLiteEvalTensor`, its dims and a copy
@@ -207,6 +211,12 @@ pub const KERNELS: &[Kernel] = &[
         Prepare::Nothing,
     ),
     kernel(43, Some(layout("TfLiteSqueezeParams", 36, 4)), None, Prepare::Nothing),
+    kernel(
+        44,
+        Some(layout("TfLiteUnidirectionalSequenceLSTMParams", 16, 4)),
+        Some(layout("tflite::OpDataLSTM", 688, 8)),
+        Prepare::Lstm,
+    ),
     kernel(
         45,
         Some(layout("TfLiteStridedSliceParams", 24, 4)),
@@ -363,11 +373,6 @@ static CMSIS_NN_KERNELS: [[Kernel; 8]; 3] = [
     cmsis_nn_kernels(cmsis_nn::Path::Mve),
 ];
 
-/// Why the prediction does not know the LSTM.
-const NO_LSTM_MODEL: &str = "its allocations are read (an `OpDataLSTM`, four scratch buffers of batch × state × \
-                             the cell state's type, the two states as variables) but no one-operator model holds \
-                             them to TFLM yet: it takes 24 inputs, two variable states and a byte-wide option";
-/// Why the prediction does not know a kernel: it needs resource variables.
 const RESOURCE_VARIABLES: &str = "its kernel needs the interpreter's `MicroResourceVariables`, which hilmem's \
                                   firmware does not create (TFLM refuses the model at Prepare without them)";
 /// Why the prediction does not know BATCH_MATMUL.
@@ -383,7 +388,6 @@ pub const NOT_PREDICTED: &[(&str, &str)] = &[
     ("CALL_ONCE", OTHER_SUBGRAPHS),
     ("IF", OTHER_SUBGRAPHS),
     ("READ_VARIABLE", RESOURCE_VARIABLES),
-    ("UNIDIRECTIONAL_SEQUENCE_LSTM", NO_LSTM_MODEL),
     ("VAR_HANDLE", RESOURCE_VARIABLES),
     ("WHILE", OTHER_SUBGRAPHS),
 ];
@@ -410,6 +414,7 @@ pub const DECLARED_IN: &[&str] = &[
     "tensorflow/lite/micro/kernels/hard_swish.h",
     "tensorflow/lite/micro/kernels/leaky_relu.h",
     "tensorflow/lite/micro/kernels/logistic.h",
+    "tensorflow/lite/micro/kernels/lstm_shared.h",
     "tensorflow/lite/micro/kernels/mul.h",
     "tensorflow/lite/micro/kernels/pad.h",
     "tensorflow/lite/micro/kernels/pooling.h",
@@ -716,6 +721,17 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                     tail.persistent_buffer(EVAL_TENSOR.bytes);
                     tail.persistent_buffer(4 + 4 * operand.shape.len());
                     tail.persistent_buffer(bytes);
+                }
+            }
+            Prepare::Lstm => {
+                let (state, cell) = (
+                    input(18).ok_or_else(|| missing("output state"))?,
+                    input(19).ok_or_else(|| missing("cell state"))?,
+                );
+                let size =
+                    cell.element_bytes().ok_or_else(|| err(format!("step {step}: cell state `{}`", cell.name)))?;
+                for _ in 0..4 {
+                    request(elements(state)? * size);
                 }
             }
             Prepare::Svdf => {

@@ -26,10 +26,18 @@ pub struct Extras {
     /// The bytes of buffers by index (a constant tensor's values), each as
     /// long as the model says its buffer is.
     pub buffers: BTreeMap<usize, Vec<u8>>,
-    /// Int fields of operators' options tables, by the operator's index in
-    /// the first subgraph: (vtable field, value), for options other than a
-    /// window's (a count, a block or filter size).
-    pub options: BTreeMap<usize, Vec<(u16, i32)>>,
+    /// Fields of operators' options tables, by the operator's index in the
+    /// first subgraph: (vtable field, value), for options other than a
+    /// window's (a count, a block or filter size, an activation).
+    pub options: BTreeMap<usize, Vec<(u16, Field)>>,
+}
+
+/// An option field's value, as wide as the schema declares the field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Int(i32),
+    /// A byte: a bool, or an enum such as an activation.
+    Byte(u8),
 }
 
 /// As [`write`], with `extras`.
@@ -112,7 +120,7 @@ pub fn write_with(model: &Model, extras: &Extras) -> Vec<u8> {
 fn subgraph<'a>(
     fb: &mut FlatBufferBuilder<'a>,
     sg: &Subgraph,
-    option_fields: &BTreeMap<usize, Vec<(u16, i32)>>,
+    option_fields: &BTreeMap<usize, Vec<(u16, Field)>>,
 ) -> WIPOffset<flatbuffers::TableFinishedWIPOffset> {
     let tensors: Vec<_> = sg.tensors.iter().map(|t| tensor(fb, t)).collect();
     let tensors = fb.create_vector(&tensors);
@@ -142,7 +150,10 @@ fn subgraph<'a>(
                     fb.push_slot_always(slot(1), u8::from(adjoint[1]));
                 }
                 for &(field, value) in option_fields.get(&i).into_iter().flatten() {
-                    fb.push_slot_always(slot(field), value);
+                    match value {
+                        Field::Int(value) => fb.push_slot_always(slot(field), value),
+                        Field::Byte(value) => fb.push_slot_always(slot(field), value),
+                    }
                 }
                 fb.end_table(t)
             });
