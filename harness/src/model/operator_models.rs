@@ -1,7 +1,7 @@
 //! One-operator models: for kernels of today's TFLM whose arena the
 //! analyzer knows and no example model runs, a small valid model that runs
 //! the kernel alone (float32; int8 too where the kernel's Prepare reads the
-//! type). They are kept in `firmware/models/ops/` (equal to what
+//! type, and for most kernels that only move elements). They are kept in `firmware/models/ops/` (equal to what
 //! [`operator_models`] writes; a test checks) with a models file that gives
 //! each an input and its answer, so that a test holds the prediction to
 //! TFLM's figures on the Cortex-M7.
@@ -426,6 +426,67 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         matmul("batch_matmul_adj_y_float", [false, true]),
         matmul("batch_matmul_adj_x_float", [true, false]),
         ("batch_matmul_int8", matmul_of([false, false]).int8([sixteenth, (0.25, 0)]).write()),
+        // int8 models of the kernels that move elements (their Prepare does
+        // nothing of its own for int8): as their float32 models, input and
+        // output at scale 1/16.
+        int8_with("mirror_pad_int8", 100, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]], [sixteenth; 2]),
+        int8_with("transpose_int8", 39, &[2, 2], vec![input(), int32s(&[2], &[1, 0])], vec![&[2, 2]], [sixteenth; 2]),
+        int8_with("expand_dims_int8", 70, &SHAPE, vec![input(), int32s(&[1], &[0])], vec![&[1, 1, 4]], [sixteenth; 2]),
+        int8_with("gather_int8", 36, &[4], vec![input(), int32s(&[2], &[3, 0])], vec![&[2]], [sixteenth; 2]),
+        int8_with("gather_nd_int8", 107, &[2, 2], vec![input(), int32s(&[1, 1], &[1])], vec![&[1, 2]], [sixteenth; 2]),
+        int8_with(
+            "slice_int8",
+            65,
+            &SHAPE,
+            vec![input(), int32s(&[2], &[0, 1]), int32s(&[2], &[1, 2])],
+            vec![&[1, 2]],
+            [sixteenth; 2],
+        ),
+        int8_with(
+            "resize_nearest_neighbor_int8",
+            97,
+            &[1, 2, 2, 1],
+            vec![input(), int32s(&[2], &[4, 4])],
+            vec![&[1, 4, 4, 1]],
+            [sixteenth; 2],
+        ),
+        int8_with(
+            "broadcast_to_int8",
+            130,
+            &SHAPE,
+            vec![input(), int32s(&[2], &[2, 4])],
+            vec![&[2, 4]],
+            [sixteenth; 2],
+        ),
+        int8_with("reverse_v2_int8", 105, &SHAPE, vec![input(), last_axis()], vec![&SHAPE], [sixteenth; 2]),
+        int8_with(
+            "batch_to_space_nd_int8",
+            37,
+            &[4, 1, 1, 1],
+            vec![input(), block(), no_crops()],
+            vec![&[1, 2, 2, 1]],
+            [sixteenth; 2],
+        ),
+        int8_with(
+            "space_to_batch_nd_int8",
+            38,
+            &[1, 2, 2, 1],
+            vec![input(), block(), no_crops()],
+            vec![&[4, 1, 1, 1]],
+            [sixteenth; 2],
+        ),
+        int8_with("reduce_min_int8", 89, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth; 2]),
+        int8_with("split_int8", 49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]], [sixteenth; 2]),
+        (
+            "arg_max_int8",
+            OneOperator {
+                operands: vec![input(), int32s(&[1], &[1])],
+                kinds: [INT8, INT32],
+                quantized: Some([sixteenth; 2]),
+                ..OneOperator::float(56, 0, &[1])
+            }
+            .write(),
+        ),
         // UNIDIRECTIONAL_SEQUENCE_LSTM: one step of one unit on the input
         // `[1,1,1]` (batch, time, input), its input weights 1 but the forget
         // gate's -20 (so that the cell forgets and every frame answers
