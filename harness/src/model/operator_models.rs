@@ -61,6 +61,7 @@ fn int8s(shape: &[i32], scale: f32, levels: &[i8]) -> Operand {
 /// `quantized` (input, outputs). Its options table, of type `options.0`, has
 /// the int fields `options.1` (vtable field, value); the rest are each
 /// kernel's defaults.
+#[derive(Clone)]
 struct OneOperator<'a> {
     code: i32,
     input: &'a [i32],
@@ -89,10 +90,11 @@ impl OneOperator<'_> {
         }
     }
 
-    /// The same operator on int8 input and outputs, quantized as `quantized`
-    /// (input, outputs).
+    /// The same operator with its float32 input and outputs int8, quantized
+    /// as `quantized` (input, outputs).
     fn int8(self, quantized: [(f32, i64); 2]) -> Self {
-        OneOperator { kinds: [INT8; 2], quantized: Some(quantized), ..self }
+        let kinds = self.kinds.map(|kind| if kind == FLOAT32 { INT8 } else { kind });
+        OneOperator { kinds, quantized: Some(quantized), ..self }
     }
 
     fn write(&self) -> Vec<u8> {
@@ -172,25 +174,24 @@ impl OneOperator<'_> {
 /// int8 model squares in steps of 1/64 into steps of 1/32; LOGISTIC's and
 /// LOG_SOFTMAX's int8 outputs have the scale and zero point their kernels
 /// require (1/256 and -128; 16/256 and 127).
-pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
+pub fn operator_models() -> Vec<(String, Vec<u8>)> {
     let float = |stem, code, operands| (stem, OneOperator::float(code, operands, &SHAPE).write());
     let int8 =
         |stem, code, operands, quantized| (stem, OneOperator::float(code, operands, &SHAPE).int8(quantized).write());
+    let on = |code, input, operands, outputs| OneOperator {
+        input,
+        operands,
+        outputs,
+        ..OneOperator::float(code, 0, &SHAPE)
+    };
+    let with = |stem, code, input, operands, outputs| (stem, on(code, input, operands, outputs).write());
     let int8_with = |stem, code, input, operands, outputs, quantized| {
-        let op = OneOperator { input, operands, outputs, ..OneOperator::float(code, 0, &SHAPE) };
-        (stem, op.int8(quantized).write())
+        (stem, on(code, input, operands, outputs).int8(quantized).write())
     };
-    let with = |stem, code, input, operands, outputs| {
-        let op = OneOperator { input, operands, outputs, ..OneOperator::float(code, 0, &SHAPE) };
-        (stem, op.write())
-    };
-    let arg = |stem, code| {
-        let op = OneOperator {
-            operands: vec![Operand::Input, int32s(&[1], &[1])],
-            kinds: [FLOAT32, INT32],
-            ..OneOperator::float(code, 0, &[1])
-        };
-        (stem, op.write())
+    let arg = |code| OneOperator {
+        operands: vec![Operand::Input, int32s(&[1], &[1])],
+        kinds: [FLOAT32, INT32],
+        ..OneOperator::float(code, 0, &[1])
     };
     let boolean = |stem, code, kinds, operand: Option<Operand>| {
         let operands = [Some(Operand::Input), operand].into_iter().flatten().collect();
@@ -227,7 +228,29 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
     let no_crops = || int32s(&[2, 2], &[0; 4]);
     let one = || int8s(&SHAPE, 1.0 / 16.0, &[16; 4]);
     let (sixteenth, eighth) = ((1.0 / 16.0, 0), (1.0 / 8.0, 0));
-    vec![
+    // The kernels that only move elements (their Prepare does nothing of
+    // its own for int8), each as a float32 model and as an int8 one with
+    // input and output at scale 1/16.
+    let moving = [
+        ("mirror_pad", on(100, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]])),
+        ("transpose", on(39, &[2, 2], vec![input(), int32s(&[2], &[1, 0])], vec![&[2, 2]])),
+        ("expand_dims", on(70, &SHAPE, vec![input(), int32s(&[1], &[0])], vec![&[1, 1, 4]])),
+        ("gather", on(36, &[4], vec![input(), int32s(&[2], &[3, 0])], vec![&[2]])),
+        ("gather_nd", on(107, &[2, 2], vec![input(), int32s(&[1, 1], &[1])], vec![&[1, 2]])),
+        ("slice", on(65, &SHAPE, vec![input(), int32s(&[2], &[0, 1]), int32s(&[2], &[1, 2])], vec![&[1, 2]])),
+        ("resize_nearest_neighbor", on(97, &[1, 2, 2, 1], vec![input(), int32s(&[2], &[4, 4])], vec![&[1, 4, 4, 1]])),
+        ("broadcast_to", on(130, &SHAPE, vec![input(), int32s(&[2], &[2, 4])], vec![&[2, 4]])),
+        ("reverse_v2", on(105, &SHAPE, vec![input(), last_axis()], vec![&SHAPE])),
+        ("batch_to_space_nd", on(37, &[4, 1, 1, 1], vec![input(), block(), no_crops()], vec![&[1, 2, 2, 1]])),
+        ("space_to_batch_nd", on(38, &[1, 2, 2, 1], vec![input(), block(), no_crops()], vec![&[4, 1, 1, 1]])),
+        ("reduce_min", on(89, &SHAPE, vec![input(), last_axis()], vec![&[1]])),
+        ("split", on(49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]])),
+        ("arg_max", arg(56)),
+    ];
+    let moved = moving.into_iter().flat_map(|(stem, op)| {
+        [(format!("{stem}_float"), op.clone().write()), (format!("{stem}_int8"), op.int8([sixteenth; 2]).write())]
+    });
+    let models = vec![
         int8("mul_int8", 18, 2, [(1.0 / 64.0, 0), (1.0 / 32.0, 0)]),
         float("mul_float", 18, 2),
         int8("logistic_int8", 14, 1, [(1.0 / 16.0, 0), (1.0 / 256.0, -128)]),
@@ -265,13 +288,7 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         ("squeeze_float", OneOperator::float(43, 1, &[4]).write()),
         with("pad_float", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]]),
         with("padv2_float", 60, &SHAPE, vec![input(), pad_one_each_side(), floats(&[], &[-1.0])], vec![&[1, 6]]),
-        with("mirror_pad_float", 100, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]]),
-        with("transpose_float", 39, &[2, 2], vec![input(), int32s(&[2], &[1, 0])], vec![&[2, 2]]),
-        with("expand_dims_float", 70, &SHAPE, vec![input(), int32s(&[1], &[0])], vec![&[1, 1, 4]]),
-        with("gather_float", 36, &[4], vec![input(), int32s(&[2], &[3, 0])], vec![&[2]]),
-        with("gather_nd_float", 107, &[2, 2], vec![input(), int32s(&[1, 1], &[1])], vec![&[1, 2]]),
         with("embedding_lookup_float", 7, &[4, 1], vec![int32s(&[2], &[3, 0]), input()], vec![&[2, 1]]),
-        with("slice_float", 65, &SHAPE, vec![input(), int32s(&[2], &[0, 1]), int32s(&[2], &[1, 2])], vec![&[1, 2]]),
         with(
             "dynamic_update_slice_float",
             151,
@@ -279,19 +296,8 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             vec![input(), floats(&[1, 2], &[9.0, 9.0]), int32s(&[2], &[0, 1])],
             vec![&SHAPE],
         ),
-        with(
-            "resize_nearest_neighbor_float",
-            97,
-            &[1, 2, 2, 1],
-            vec![input(), int32s(&[2], &[4, 4])],
-            vec![&[1, 4, 4, 1]],
-        ),
         with("resize_bilinear_float", 23, &[1, 2, 2, 1], vec![input(), int32s(&[2], &[4, 4])], vec![&[1, 4, 4, 1]]),
-        with("broadcast_to_float", 130, &SHAPE, vec![input(), int32s(&[2], &[2, 4])], vec![&[2, 4]]),
         with("fill_float", 94, &[], vec![int32s(&[2], &[1, 4]), input()], vec![&SHAPE]),
-        with("reverse_v2_float", 105, &SHAPE, vec![input(), last_axis()], vec![&SHAPE]),
-        with("batch_to_space_nd_float", 37, &[4, 1, 1, 1], vec![input(), block(), no_crops()], vec![&[1, 2, 2, 1]]),
-        with("space_to_batch_nd_float", 38, &[1, 2, 2, 1], vec![input(), block(), no_crops()], vec![&[4, 1, 1, 1]]),
         with(
             "select_v2_float",
             123,
@@ -301,7 +307,6 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         ),
         with("sum_float", 74, &SHAPE, vec![input(), last_axis()], vec![&[1]]),
         with("reduce_max_float", 82, &SHAPE, vec![input(), last_axis()], vec![&[1]]),
-        with("reduce_min_float", 89, &SHAPE, vec![input(), last_axis()], vec![&[1]]),
         with("cumsum_float", 128, &SHAPE, vec![input(), int32s(&[], &[1])], vec![&SHAPE]),
         (
             "cumsum_int8",
@@ -309,7 +314,6 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
                 .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
                 .write(),
         ),
-        with("split_float", 49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]]),
         with(
             "split_v_float",
             102,
@@ -376,8 +380,7 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
             .write(),
         ),
-        arg("arg_max_float", 56),
-        arg("arg_min_float", 79),
+        ("arg_min_float", arg(79).write()),
         float("log_softmax_float", 50, 1),
         int8("log_softmax_int8", 50, 1, [(1.0 / 16.0, 0), (16.0 / 256.0, 127)]),
         float("add_n_float", 106, 2),
@@ -426,67 +429,6 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
         matmul("batch_matmul_adj_y_float", [false, true]),
         matmul("batch_matmul_adj_x_float", [true, false]),
         ("batch_matmul_int8", matmul_of([false, false]).int8([sixteenth, (0.25, 0)]).write()),
-        // int8 models of the kernels that move elements (their Prepare does
-        // nothing of its own for int8): as their float32 models, input and
-        // output at scale 1/16.
-        int8_with("mirror_pad_int8", 100, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]], [sixteenth; 2]),
-        int8_with("transpose_int8", 39, &[2, 2], vec![input(), int32s(&[2], &[1, 0])], vec![&[2, 2]], [sixteenth; 2]),
-        int8_with("expand_dims_int8", 70, &SHAPE, vec![input(), int32s(&[1], &[0])], vec![&[1, 1, 4]], [sixteenth; 2]),
-        int8_with("gather_int8", 36, &[4], vec![input(), int32s(&[2], &[3, 0])], vec![&[2]], [sixteenth; 2]),
-        int8_with("gather_nd_int8", 107, &[2, 2], vec![input(), int32s(&[1, 1], &[1])], vec![&[1, 2]], [sixteenth; 2]),
-        int8_with(
-            "slice_int8",
-            65,
-            &SHAPE,
-            vec![input(), int32s(&[2], &[0, 1]), int32s(&[2], &[1, 2])],
-            vec![&[1, 2]],
-            [sixteenth; 2],
-        ),
-        int8_with(
-            "resize_nearest_neighbor_int8",
-            97,
-            &[1, 2, 2, 1],
-            vec![input(), int32s(&[2], &[4, 4])],
-            vec![&[1, 4, 4, 1]],
-            [sixteenth; 2],
-        ),
-        int8_with(
-            "broadcast_to_int8",
-            130,
-            &SHAPE,
-            vec![input(), int32s(&[2], &[2, 4])],
-            vec![&[2, 4]],
-            [sixteenth; 2],
-        ),
-        int8_with("reverse_v2_int8", 105, &SHAPE, vec![input(), last_axis()], vec![&SHAPE], [sixteenth; 2]),
-        int8_with(
-            "batch_to_space_nd_int8",
-            37,
-            &[4, 1, 1, 1],
-            vec![input(), block(), no_crops()],
-            vec![&[1, 2, 2, 1]],
-            [sixteenth; 2],
-        ),
-        int8_with(
-            "space_to_batch_nd_int8",
-            38,
-            &[1, 2, 2, 1],
-            vec![input(), block(), no_crops()],
-            vec![&[4, 1, 1, 1]],
-            [sixteenth; 2],
-        ),
-        int8_with("reduce_min_int8", 89, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth; 2]),
-        int8_with("split_int8", 49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]], [sixteenth; 2]),
-        (
-            "arg_max_int8",
-            OneOperator {
-                operands: vec![input(), int32s(&[1], &[1])],
-                kinds: [INT8, INT32],
-                quantized: Some([sixteenth; 2]),
-                ..OneOperator::float(56, 0, &[1])
-            }
-            .write(),
-        ),
         // UNIDIRECTIONAL_SEQUENCE_LSTM: one step of one unit on the input
         // `[1,1,1]` (batch, time, input), its input weights 1 but the forget
         // gate's -20 (so that the cell forgets and every frame answers
@@ -515,5 +457,6 @@ pub fn operator_models() -> Vec<(&'static str, Vec<u8>)> {
             }
             .write(),
         ),
-    ]
+    ];
+    models.into_iter().map(|(stem, bytes)| (stem.to_owned(), bytes)).chain(moved).collect()
 }
