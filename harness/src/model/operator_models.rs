@@ -197,10 +197,8 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         let operands = [Some(Operand::Input), operand].into_iter().flatten().collect();
         (stem, OneOperator { operands, kinds, ..OneOperator::float(code, 0, &SHAPE) }.write())
     };
-    let with_options = |stem, code, input, outputs, options| {
-        let op = OneOperator { input, outputs, options, ..OneOperator::float(code, 1, &SHAPE) };
-        (stem, op.write())
-    };
+    let optioned =
+        |code, input, outputs, options| OneOperator { input, outputs, options, ..OneOperator::float(code, 1, &SHAPE) };
     let matmul_of = |adjoint| OneOperator {
         input: &[2, 2],
         outputs: vec![&[2, 2]],
@@ -245,6 +243,13 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         ("space_to_batch_nd", on(38, &[1, 2, 2, 1], vec![input(), block(), no_crops()], vec![&[4, 1, 1, 1]])),
         ("reduce_min", on(89, &SHAPE, vec![input(), last_axis()], vec![&[1]])),
         ("split", on(49, &SHAPE, vec![int32s(&[], &[1]), input()], vec![&[1, 2], &[1, 2]])),
+        ("split_v", on(102, &SHAPE, vec![input(), int32s(&[2], &[3, 1]), int32s(&[], &[1])], vec![&[1, 3], &[1, 1]])),
+        ("squeeze", OneOperator::float(43, 1, &[4])),
+        // UnpackOptions: num 2 (axis 0); DepthToSpace- and SpaceToDepthOptions:
+        // block_size 2.
+        ("unpack", optioned(88, &[2, 2], vec![&[2], &[2]], (64, vec![(0, Int(2))]))),
+        ("depth_to_space", optioned(5, &[1, 1, 1, 4], vec![&[1, 2, 2, 1]], (94, vec![(0, Int(2))]))),
+        ("space_to_depth", optioned(26, &[1, 2, 2, 1], vec![&[1, 1, 1, 4]], (19, vec![(0, Int(2))]))),
         ("arg_max", arg(56)),
     ];
     let moved = moving.into_iter().flat_map(|(stem, op)| {
@@ -285,7 +290,6 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         float("sqrt_float", 75, 1),
         float("square_float", 92, 1),
         float("zeros_like_float", 93, 1),
-        ("squeeze_float", OneOperator::float(43, 1, &[4]).write()),
         with("pad_float", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]]),
         with("padv2_float", 60, &SHAPE, vec![input(), pad_one_each_side(), floats(&[], &[-1.0])], vec![&[1, 6]]),
         with("embedding_lookup_float", 7, &[4, 1], vec![int32s(&[2], &[3, 0]), input()], vec![&[2, 1]]),
@@ -314,13 +318,6 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
                 .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
                 .write(),
         ),
-        with(
-            "split_v_float",
-            102,
-            &SHAPE,
-            vec![input(), int32s(&[2], &[3, 1]), int32s(&[], &[1])],
-            vec![&[1, 3], &[1, 1]],
-        ),
         boolean("equal_float", 71, [FLOAT32, BOOL], against()),
         boolean("not_equal_float", 72, [FLOAT32, BOOL], against()),
         boolean("greater_float", 61, [FLOAT32, BOOL], against()),
@@ -335,17 +332,16 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
             OneOperator { operands: vec![input(), last_axis()], kinds: [BOOL; 2], ..OneOperator::float(140, 0, &[1]) }
                 .write(),
         ),
-        // UnpackOptions: num 2 (axis 0); DepthToSpace- and SpaceToDepthOptions:
-        // block_size 2; Pool2DOptions: stride and filter 2 by 2.
-        with_options("unpack_float", 88, &[2, 2], vec![&[2], &[2]], (64, vec![(0, Int(2))])),
-        with_options("depth_to_space_float", 5, &[1, 1, 1, 4], vec![&[1, 2, 2, 1]], (94, vec![(0, Int(2))])),
-        with_options("space_to_depth_float", 26, &[1, 2, 2, 1], vec![&[1, 1, 1, 4]], (19, vec![(0, Int(2))])),
-        with_options(
+        // Pool2DOptions: stride and filter 2 by 2.
+        (
             "l2_pool_2d_float",
-            12,
-            &[1, 2, 2, 1],
-            vec![&[1, 1, 1, 1]],
-            (5, vec![(1, Int(2)), (2, Int(2)), (3, Int(2)), (4, Int(2))]),
+            optioned(
+                12,
+                &[1, 2, 2, 1],
+                vec![&[1, 1, 1, 1]],
+                (5, vec![(1, Int(2)), (2, Int(2)), (3, Int(2)), (4, Int(2))]),
+            )
+            .write(),
         ),
         (
             "broadcast_args_int32",
