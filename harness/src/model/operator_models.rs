@@ -251,6 +251,10 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         ("depth_to_space", optioned(5, &[1, 1, 1, 4], vec![&[1, 2, 2, 1]], (94, vec![(0, Int(2))]))),
         ("space_to_depth", optioned(26, &[1, 2, 2, 1], vec![&[1, 1, 1, 4]], (19, vec![(0, Int(2))]))),
         ("arg_max", arg(56)),
+        ("arg_min", arg(79)),
+        ("embedding_lookup", on(7, &[4, 1], vec![int32s(&[2], &[3, 0]), input()], vec![&[2, 1]])),
+        ("resize_bilinear", on(23, &[1, 2, 2, 1], vec![input(), int32s(&[2], &[4, 4])], vec![&[1, 4, 4, 1]])),
+        ("fill", on(94, &[], vec![int32s(&[2], &[1, 4]), input()], vec![&SHAPE])),
     ];
     let moved = moving.into_iter().flat_map(|(stem, op)| {
         [(format!("{stem}_float"), op.clone().write()), (format!("{stem}_int8"), op.int8([sixteenth; 2]).write())]
@@ -292,7 +296,6 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         float("zeros_like_float", 93, 1),
         with("pad_float", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]]),
         with("padv2_float", 60, &SHAPE, vec![input(), pad_one_each_side(), floats(&[], &[-1.0])], vec![&[1, 6]]),
-        with("embedding_lookup_float", 7, &[4, 1], vec![int32s(&[2], &[3, 0]), input()], vec![&[2, 1]]),
         with(
             "dynamic_update_slice_float",
             151,
@@ -300,8 +303,6 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
             vec![input(), floats(&[1, 2], &[9.0, 9.0]), int32s(&[2], &[0, 1])],
             vec![&SHAPE],
         ),
-        with("resize_bilinear_float", 23, &[1, 2, 2, 1], vec![input(), int32s(&[2], &[4, 4])], vec![&[1, 4, 4, 1]]),
-        with("fill_float", 94, &[], vec![int32s(&[2], &[1, 4]), input()], vec![&SHAPE]),
         with(
             "select_v2_float",
             123,
@@ -376,7 +377,6 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
             .int8([(1.0 / 16.0, 0), (1.0 / 8.0, 0)])
             .write(),
         ),
-        ("arg_min_float", arg(79).write()),
         float("log_softmax_float", 50, 1),
         int8("log_softmax_int8", 50, 1, [(1.0 / 16.0, 0), (16.0 / 256.0, 127)]),
         float("add_n_float", 106, 2),
@@ -418,6 +418,33 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         int8_with("pad_int8", 34, &SHAPE, vec![input(), pad_one_each_side()], vec![&[1, 6]], [sixteenth; 2]),
         int8_with("sum_int8", 74, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth, (0.25, 0)]),
         int8_with("reduce_max_int8", 82, &SHAPE, vec![input(), last_axis()], vec![&[1]], [sixteenth; 2]),
+        // The kernels with a constant of the input's type: PADV2's pad value
+        // -1, SELECT_V2's other choice -1, DYNAMIC_UPDATE_SLICE's update 7
+        // (9 does not fit int8 at scale 1/16), at the input's scale.
+        int8_with(
+            "padv2_int8",
+            60,
+            &SHAPE,
+            vec![input(), pad_one_each_side(), int8s(&[], 1.0 / 16.0, &[-16])],
+            vec![&[1, 6]],
+            [sixteenth; 2],
+        ),
+        int8_with(
+            "select_v2_int8",
+            123,
+            &SHAPE,
+            vec![bools(&SHAPE, &[true, false, true, false]), input(), int8s(&SHAPE, 1.0 / 16.0, &[-16; 4])],
+            vec![&SHAPE],
+            [sixteenth; 2],
+        ),
+        int8_with(
+            "dynamic_update_slice_int8",
+            151,
+            &SHAPE,
+            vec![input(), int8s(&[1, 2], 1.0 / 16.0, &[112, 112]), int32s(&[2], &[0, 1])],
+            vec![&SHAPE],
+            [sixteenth; 2],
+        ),
         // BATCH_MATMUL of the input `[2,2]` with itself: `x·x` (the kernel
         // copies the right operand transposed), `x·xᵀ` (adj_y: no copy) and
         // `xᵀ·x` (adj_x: both copied); int8 with output scale 1/4.

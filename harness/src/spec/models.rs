@@ -202,7 +202,7 @@ struct RawSet {
 
 /// Most models a set holds: each is an interpreter slot in the image's
 /// static memory, and its own figures in the record.
-pub const MAX_SET_MODELS: usize = 128;
+pub const MAX_SET_MODELS: usize = 256;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -950,7 +950,7 @@ expect_class = 2
             ("models = [\"m\", \"n\"]\narena = \"separate\"\narena_bytes = 64", "separate arenas are each model's own"),
             ("models = [\"m\", \"x\"]\narena = \"separate\"", "`x` is not a model of this file (m, n)"),
             ("models = [\"m\", \"m\"]\narena = \"separate\"", "`m` is named twice"),
-            ("models = [\"m\"]\narena = \"separate\"", "set[0].models`: name 2 to 128 models, not 1"),
+            ("models = [\"m\"]\narena = \"separate\"", "set[0].models`: name 2 to 256 models, not 1"),
             ("models = [\"m\", \"n\"]\narena = \"both\"", "set[0].arena"),
         ];
         for (set, expected) in cases {
