@@ -186,9 +186,15 @@ pub struct Output {
 
 pub fn output() -> Result<Output, Error> {
     let t = describe(tflm_sys::hm_tflm_output, 0)?;
-    if ![tensor_type::FLOAT32, tensor_type::UINT8, tensor_type::INT8, tensor_type::INT32, tensor_type::BOOL]
-        .contains(&t.kind)
-    {
+    let readable = [
+        tensor_type::FLOAT32,
+        tensor_type::UINT8,
+        tensor_type::INT8,
+        tensor_type::INT16,
+        tensor_type::INT32,
+        tensor_type::BOOL,
+    ];
+    if !readable.contains(&t.kind) {
         return Err(Error { code: status::NO_TENSOR });
     }
     // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena, valid
@@ -213,6 +219,10 @@ impl Output {
             tensor_type::BOOL => (argmax(data.iter().copied()), data.first().map_or(0.0, |&b| f32::from(b))),
             tensor_type::INT8 => {
                 let v = data.iter().map(|&b| b as i8);
+                (argmax(v.clone()), v.clone().next().map_or(0.0, |q| dequant(q.into())))
+            }
+            tensor_type::INT16 => {
+                let v = data.chunks_exact(2).map(|c| i16::from_ne_bytes([c[0], c[1]]));
                 (argmax(v.clone()), v.clone().next().map_or(0.0, |q| dequant(q.into())))
             }
             _ => {

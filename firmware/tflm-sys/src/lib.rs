@@ -26,6 +26,7 @@ pub mod tensor_type {
     pub const INT32: i32 = 2;
     pub const UINT8: i32 = 3;
     pub const BOOL: i32 = 6;
+    pub const INT16: i32 = 7;
     pub const INT8: i32 = 9;
 }
 

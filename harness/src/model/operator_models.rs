@@ -1,17 +1,18 @@
 //! One-operator models: for kernels of today's TFLM whose arena the
-//! analyzer knows and no example model runs, a small valid model that runs
-//! the kernel alone (float32; int8 too where the kernel's Prepare reads the
-//! type, and for most kernels that only move elements). They are kept in `firmware/models/ops/` (equal to what
+//! analyzer knows and no example model runs (or not on that type), a small
+//! valid model that runs the kernel alone (float32; int8 too where the
+//! kernel's Prepare reads the type, and for most kernels that only move
+//! elements; SOFTMAX on int16). They are kept in `firmware/models/ops/` (equal to what
 //! [`operator_models`] writes; a test checks) with a models file that gives
 //! each an input and its answer, so that a test holds the prediction to
 //! TFLM's figures on the Cortex-M7.
 
 use crate::model::tflite::{
     self, Extras, Field, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32,
-    INT8,
+    INT16, INT8,
 };
 
-use Field::{Byte, Int};
+use Field::{Byte, Float, Int};
 
 /// The shape of most models' input (and output).
 const SHAPE: [i32; 2] = [1, 4];
@@ -57,8 +58,8 @@ fn int8s(shape: &[i32], scale: f32, levels: &[i8]) -> Operand {
 /// A model of one operator of builtin `code`: the graph's input, of shape
 /// `input`, and constants are its `operands`; its outputs have the shapes
 /// `outputs`, and all are the graph's. Input and outputs are of the types
-/// `kinds` (input, outputs); an int8 one has the (scale, zero point) of
-/// `quantized` (input, outputs). Its options table, of type `options.0`, has
+/// `kinds` (input, outputs); an int8 or int16 one has the (scale, zero
+/// point) of `quantized` (input, outputs). Its options table, of type `options.0`, has
 /// the int fields `options.1` (vtable field, value); the rest are each
 /// kernel's defaults.
 #[derive(Clone)]
@@ -99,9 +100,9 @@ impl OneOperator<'_> {
 
     fn write(&self) -> Vec<u8> {
         let tensor = |name: &str, shape: &[i32], kind: u8, i: usize| match self.quantized {
-            Some(q) if kind == INT8 => Tensor {
+            Some(q) if kind == INT8 || kind == INT16 => Tensor {
                 quantization: Quantization { scale: vec![q[i].0], zero_point: vec![q[i].1], dimension: 0 },
-                ..Tensor::plain(name, shape, INT8, 0)
+                ..Tensor::plain(name, shape, kind, 0)
             },
             _ => Tensor::plain(name, shape, kind, 0),
         };
@@ -467,6 +468,30 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
                 outputs: vec![&[1, 1, 1]],
                 options: (71, vec![(0, Byte(4))]),
                 ..OneOperator::float(44, 0, &SHAPE)
+            }
+            .write(),
+        ),
+        // SOFTMAX (SoftmaxOptions: beta 1) on int16, which makes its Prepare
+        // build two lookup tables, at the scales and zero points the kernel
+        // requires: int16 to int16 (output 1/32768) and int8 to int16
+        // (output 1/65536, zero point -32768).
+        (
+            "softmax_int16",
+            OneOperator {
+                kinds: [INT16; 2],
+                quantized: Some([(1.0 / 1024.0, 0), (1.0 / 32768.0, 0)]),
+                options: (9, vec![(0, Float(1.0))]),
+                ..OneOperator::float(25, 1, &SHAPE)
+            }
+            .write(),
+        ),
+        (
+            "softmax_int8_int16",
+            OneOperator {
+                kinds: [INT8, INT16],
+                quantized: Some([sixteenth, (1.0 / 65536.0, -32768)]),
+                options: (9, vec![(0, Float(1.0))]),
+                ..OneOperator::float(25, 1, &SHAPE)
             }
             .write(),
         ),

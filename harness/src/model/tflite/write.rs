@@ -33,11 +33,13 @@ pub struct Extras {
 }
 
 /// An option field's value, as wide as the schema declares the field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Field {
     Int(i32),
     /// A byte: a bool, or an enum such as an activation.
     Byte(u8),
+    /// A float, such as SOFTMAX's beta.
+    Float(f32),
 }
 
 /// As [`write`], with `extras`.
@@ -153,6 +155,7 @@ fn subgraph<'a>(
                     match value {
                         Field::Int(value) => fb.push_slot_always(slot(field), value),
                         Field::Byte(value) => fb.push_slot_always(slot(field), value),
+                        Field::Float(value) => fb.push_slot_always(slot(field), value),
                     }
                 }
                 fb.end_table(t)
