@@ -59,9 +59,9 @@ fn int8s(shape: &[i32], scale: f32, levels: &[i8]) -> Operand {
 /// `input`, and constants are its `operands`; its outputs have the shapes
 /// `outputs`, and all are the graph's. Input and outputs are of the types
 /// `kinds` (input, outputs); an int8 or int16 one has the (scale, zero
-/// point) of `quantized` (input, outputs). Its options table, of type `options.0`, has
-/// the int fields `options.1` (vtable field, value); the rest are each
-/// kernel's defaults.
+/// point) of `quantized` (input, outputs). Its options table, of type
+/// `options.0`, has the fields `options.1` (vtable field, value); the rest
+/// are each kernel's defaults.
 #[derive(Clone)]
 struct OneOperator<'a> {
     code: i32,
@@ -471,10 +471,10 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
             }
             .write(),
         ),
-        // SOFTMAX (SoftmaxOptions: beta 1) on int16, which makes its Prepare
-        // build two lookup tables, at the scales and zero points the kernel
-        // requires: int16 to int16 (output 1/32768) and int8 to int16
-        // (output 1/65536, zero point -32768).
+        // SOFTMAX (SoftmaxOptions: beta 1) with an int16 output, at the
+        // scales and zero points the kernel requires: from int16 (output
+        // 1/32768), for which its Prepare builds two lookup tables, and from
+        // int8 (output 1/65536, zero point -32768), for which it builds none.
         (
             "softmax_int16",
             OneOperator {
