@@ -199,7 +199,7 @@ pub fn synthetic_model(tensors: usize) -> Vec<u8> {
             if k >= 2 {
                 inputs.push(k as i32 - 2);
             }
-            Operator { opcode_index: 0, inputs, outputs: vec![k as i32 + 1], options: 0, window: None, adjoint: None }
+            Operator::plain(0, &inputs, &[k as i32 + 1])
         })
         .collect();
     crate::model::tflite::write(&Model {
@@ -248,6 +248,7 @@ pub fn branching_model() -> Vec<u8> {
         options: if code == 0 { ADD_OPTIONS } else { REDUCER_OPTIONS },
         window: None,
         adjoint: None,
+        variable: None,
     };
     crate::model::tflite::write(&Model {
         version: 3,

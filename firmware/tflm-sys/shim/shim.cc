@@ -31,8 +31,14 @@
 
 // `HM_OP_COUNT` (registrations) and `template <class R> void
 // hm_register_ops(R&)`, which adds the model's operators; `HM_SLOTS`;
-// `HM_PLANNER_LINEAR` when the image plans linearly.
+// `HM_PLANNER_LINEAR` when the image plans linearly;
+// `HM_RESOURCE_VARIABLES` when a model has resource handles.
 #include "hilmem_ops.h"
+
+#ifdef HM_RESOURCE_VARIABLES
+#include "tensorflow/lite/micro/micro_resource_variable.h"
+#include "tensorflow/lite/schema/schema_utils.h"
+#endif
 
 using Resolver = tflite::MicroMutableOpResolver<HM_OP_COUNT>;
 #ifdef HM_PLANNER_LINEAR
@@ -169,6 +175,23 @@ int32_t prepare_slot(const uint8_t* model_data, uint32_t model_len) {
   return HM_OK;
 }
 
+#ifdef HM_RESOURCE_VARIABLES
+// The model's VAR_HANDLE operators, in every subgraph.
+int var_handles(const tflite::Model* model) {
+  int count = 0;
+  for (const tflite::SubGraph* subgraph : *model->subgraphs()) {
+    for (const tflite::Operator* op : *subgraph->operators()) {
+      const tflite::OperatorCode* code =
+          model->operator_codes()->Get(op->opcode_index());
+      if (tflite::GetBuiltinCode(code) == tflite::BuiltinOperator_VAR_HANDLE) {
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+#endif
+
 #ifdef HM_PLANNER_GIVEN
 // Builds the current slot's interpreter over `allocator` and allocates its
 // tensors, printing the arena's split as the 2020 TFLM printed it (planned
@@ -180,8 +203,22 @@ int32_t allocate(tflite::MicroAllocator* allocator, const ArenaAllocator* buffer
   Resident& r = active();
   r.allocator = allocator;
   r.buffers = buffers;
+#ifdef HM_RESOURCE_VARIABLES
+  // A model with resource handles gets the interpreter's resource
+  // variables, made over its allocator as a firmware makes them: room for a
+  // variable per handle.
+  tflite::MicroResourceVariables* variables = nullptr;
+  const int handles = var_handles(r.model);
+  if (handles > 0) {
+    variables = tflite::MicroResourceVariables::Create(allocator, handles);
+    if (variables == nullptr) return HM_ERR_ALLOCATE;
+  }
+  r.interpreter = new (r.storage.bytes)
+      tflite::MicroInterpreter(r.model, *resolver, allocator HM_REPORTER, variables);
+#else
   r.interpreter = new (r.storage.bytes)
       tflite::MicroInterpreter(r.model, *resolver, allocator HM_REPORTER);
+#endif
   if (r.interpreter->initialization_status() != kTfLiteOk) return HM_ERR_INIT;
   if (r.interpreter->AllocateTensors() != kTfLiteOk) return HM_ERR_ALLOCATE;
   r.allocated = true;

@@ -354,14 +354,7 @@ mod tests {
     }
 
     fn op(inputs: &[i32], outputs: &[i32]) -> Operator {
-        Operator {
-            opcode_index: 0,
-            inputs: inputs.to_vec(),
-            outputs: outputs.to_vec(),
-            options: 0,
-            window: None,
-            adjoint: None,
-        }
+        Operator::plain(0, inputs, outputs)
     }
 
     /// A graph written with the flatbuffers builder and read back, so the

@@ -9,7 +9,7 @@
 
 use crate::model::tflite::{
     self, Extras, Field, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32,
-    INT16, INT8,
+    INT16, INT8, VAR_HANDLE,
 };
 
 use Field::{Byte, Float, Int};
@@ -20,6 +20,8 @@ const SHAPE: [i32; 2] = [1, 4];
 /// `TensorType` codes of the constants the models hold.
 const INT32: u8 = 2;
 const BOOL: u8 = 6;
+/// The `TensorType` of a resource handle.
+const RESOURCE: u8 = 13;
 
 /// An input of the operator: the graph's input, a constant tensor, a
 /// variable (a float32 state of this shape, kept between inferences), or an
@@ -154,6 +156,7 @@ impl OneOperator<'_> {
                     options: self.options.0,
                     window: None,
                     adjoint: self.adjoint,
+                    variable: None,
                 }],
             }],
             buffers,
@@ -161,6 +164,28 @@ impl OneOperator<'_> {
         };
         tflite::write_with(&model, &extras)
     }
+}
+
+/// The resource-variable operators, which run only together: a handle
+/// (VAR_HANDLE, shared name `state`, no container) to which the input is
+/// assigned (ASSIGN_VARIABLE) and which is read back (READ_VARIABLE) as the
+/// output, float32 of [`SHAPE`].
+fn resource_variable() -> Vec<u8> {
+    let tensors = vec![
+        Tensor::plain("input", &SHAPE, FLOAT32, 0),
+        Tensor::plain("handle", &[], RESOURCE, 0),
+        Tensor::plain("output", &SHAPE, FLOAT32, 0),
+    ];
+    let operators =
+        vec![Operator::handle(0, 1, "state"), Operator::plain(1, &[1, 0], &[]), Operator::plain(2, &[1], &[2])];
+    let model = Model {
+        description: Some("hilmem one-operator model: VAR_HANDLE, ASSIGN_VARIABLE, READ_VARIABLE".into()),
+        ..Model::of_builtins(
+            &[VAR_HANDLE, 144, 143],
+            Subgraph { tensors, inputs: vec![0], outputs: vec![2], operators },
+        )
+    };
+    tflite::write(&model)
 }
 
 /// Each one-operator model, by its file's stem. Unary operators take the
@@ -495,6 +520,7 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
             }
             .write(),
         ),
+        ("resource_variable_float", resource_variable()),
         (
             "greater_int8",
             OneOperator {

@@ -4,7 +4,7 @@
 //! anything runs; the linear plan and the lower bound; and hilmem's own plan,
 //! which TFLM takes as the model's offline plan.
 
-use crate::model::tflite::{Model, ReadError};
+use crate::model::tflite::{Model, ReadError, VAR_HANDLE};
 
 /// The plan an image's TFLM uses for the arena head: a build setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
@@ -91,11 +91,19 @@ pub fn buffers(model: &Model, scratch: &[Scratch]) -> Result<Vec<Buffer>, ReadEr
             }
         }
     }
+    // A resource handle's data is its VAR_HANDLE kernel's, set at Prepare,
+    // before TFLM plans: not planned.
+    let handles: Vec<i32> = sg
+        .operators
+        .iter()
+        .filter(|op| model.operator_codes.get(op.opcode_index as usize).is_some_and(|c| c.builtin == VAR_HANDLE))
+        .flat_map(|op| op.outputs.iter().copied())
+        .collect();
     let mut planned = Vec::new();
     for (i, t) in sg.tensors.iter().enumerate() {
         let constant = model.buffers.get(t.buffer as usize).is_some_and(|&len| len > 0);
         let read_only = first[i] == -1 && last[i] != -1;
-        if constant || t.is_variable || read_only {
+        if constant || t.is_variable || read_only || handles.contains(&(i as i32)) {
             continue;
         }
         if first[i] == -1 || last[i] == -1 {

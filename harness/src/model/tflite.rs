@@ -274,6 +274,10 @@ pub struct Operator {
     /// (`BatchMatMulOptions`: `adj_x`, `adj_y`), which decides what its
     /// kernel copies into the arena.
     pub adjoint: Option<[bool; 2]>,
+    /// The variable a resource handle names (`VarHandleOptions`: container
+    /// and shared name, each where given), which decides whether two
+    /// handles are one variable.
+    pub variable: Option<[Option<String>; 2]>,
 }
 
 /// How a convolution slides over its input.
@@ -293,6 +297,12 @@ pub const DEPTHWISE_CONV_OPTIONS: u8 = 2;
 /// The builtin options type of a batched matrix product, whose fields 0
 /// and 1 are `adj_x` and `adj_y`.
 pub const BATCH_MATMUL_OPTIONS: u8 = 101;
+/// The builtin code of a resource handle: its output tensor's data is the
+/// kernel's own (the variable's id).
+pub const VAR_HANDLE: i32 = 142;
+/// The builtin options type of a resource handle (`VAR_HANDLE`), whose
+/// fields 0 and 1 are the strings `container` and `shared_name`.
+pub const VAR_HANDLE_OPTIONS: u8 = 111;
 
 impl Window {
     /// The vtable fields of the options table of type `options` that hold
@@ -328,6 +338,48 @@ pub struct Model {
     /// The offline memory plan in the [`OFFLINE_PLAN`] metadata, if the
     /// model has one: an arena offset per tensor, -1 where TFLM plans.
     pub offline_plan: Option<Vec<i32>>,
+}
+
+impl Model {
+    /// A model of `subgraph` alone, whose operators are of the builtin
+    /// `codes` (version 1) and whose tensors are all filled at run time, for
+    /// the models hilmem writes.
+    pub fn of_builtins(codes: &[i32], subgraph: Subgraph) -> Model {
+        Model {
+            version: 3,
+            description: None,
+            metadata: vec![],
+            operator_codes: codes.iter().map(|&builtin| OperatorCode { builtin, custom: None, version: 1 }).collect(),
+            subgraphs: vec![subgraph],
+            buffers: vec![0],
+            offline_plan: None,
+        }
+    }
+}
+
+impl Operator {
+    /// An operator without options, for the models hilmem writes.
+    pub fn plain(opcode_index: u32, inputs: &[i32], outputs: &[i32]) -> Operator {
+        Operator {
+            opcode_index,
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+            options: 0,
+            window: None,
+            adjoint: None,
+            variable: None,
+        }
+    }
+
+    /// A resource handle (VAR_HANDLE, at `opcode_index`) whose `output`
+    /// names the variable `shared_name`, in no container.
+    pub fn handle(opcode_index: u32, output: i32, shared_name: &str) -> Operator {
+        Operator {
+            options: VAR_HANDLE_OPTIONS,
+            variable: Some([None, Some(shared_name.to_owned())]),
+            ..Operator::plain(opcode_index, &[], &[output])
+        }
+    }
 }
 
 /// Reads and checks a `.tflite` flatbuffer.
@@ -397,6 +449,10 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                         (BATCH_MATMUL_OPTIONS, Some(o)) => Some([o.scalar_u8(0, 0)? != 0, o.scalar_u8(1, 0)? != 0]),
                         _ => None,
                     };
+                    let variable = match (options, op.table(4)?) {
+                        (VAR_HANDLE_OPTIONS, Some(o)) => Some([o.string(0)?, o.string(1)?]),
+                        _ => None,
+                    };
                     Ok(Operator {
                         opcode_index: op.scalar_u32(0, 0)?,
                         inputs: op.i32s(1)?,
@@ -404,6 +460,7 @@ pub fn read(data: &[u8]) -> Result<Model, ReadError> {
                         options,
                         window,
                         adjoint,
+                        variable,
                     })
                 })
                 .collect::<Result<Vec<_>, ReadError>>()?;

@@ -95,17 +95,11 @@ fn model_file(relu: bool) -> Vec<u8> {
         options: 11,
         window: None,
         adjoint: None,
+        variable: None,
     }];
     let mut codes = vec![OperatorCode { builtin: 0, custom: None, version: 1 }];
     if relu {
-        operators.push(Operator {
-            opcode_index: 1,
-            inputs: vec![1],
-            outputs: vec![2],
-            options: 0,
-            window: None,
-            adjoint: None,
-        });
+        operators.push(Operator::plain(1, &[1], &[2]));
         codes.push(OperatorCode { builtin: 19, custom: None, version: 1 });
     }
     let tensors = (0..=operators.len()).map(|i| tensor(&format!("t{i}"))).collect();

@@ -118,6 +118,9 @@ pub fn compiled_layouts(tree: &Tree, sources: &[String], layouts: &[Layout]) -> 
     std::fs::write(dir.path().join("probe.cc"), probe).unwrap();
     let mut gxx = Command::new("arm-none-eabi-g++");
     gxx.current_dir(dir.path()).args(["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-w", "-c", "probe.cc"]);
+    // Some types are private to a class (a struct nested in it): the probe
+    // reads their size and alignment all the same.
+    gxx.arg("-fno-access-control");
     gxx.args(&tree.flags.cxx);
     gxx.args(tree.include_dirs().iter().map(|d| format!("-I{}", d.display())));
     let out = gxx.output().expect("arm-none-eabi-g++ (run `cargo xtask doctor`)");

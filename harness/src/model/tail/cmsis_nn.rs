@@ -330,6 +330,7 @@ mod tests {
                     options: crate::model::tflite::DEPTHWISE_CONV_OPTIONS,
                     window: Some(Window { same: false, stride: [1, 1], dilation: [1, 1] }),
                     adjoint: None,
+                    variable: None,
                 }],
             }],
             buffers: vec![0, 3 * channels as usize],

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use super::cmsis_nn::{self, KernelPath};
 use super::{layout, private, Layout, Tail};
 use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
-use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8};
+use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8, VAR_HANDLE};
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
 const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
@@ -38,6 +38,12 @@ const NODE_AND_REGISTRATION: Layout = layout("tflite::NodeAndRegistration", 32, 
 const TENSOR: Layout = layout("TfLiteTensor", 32, 4);
 const AFFINE_QUANTIZATION: Layout = layout("TfLiteAffineQuantization", 12, 4);
 const SCRATCH_HANDLE: Layout = layout("tflite::ScratchBufferHandle", 4, 4);
+const RESOURCE_VARIABLES: Layout = layout("tflite::MicroResourceVariables", 12, 4);
+const RESOURCE_VARIABLE: Layout = layout("tflite::MicroResourceVariables::MicroResourceVariable", 20, 4);
+
+/// The builtin codes of the resource-variable operators besides VAR_HANDLE.
+const READ_VARIABLE: i32 = 143;
+const ASSIGN_VARIABLE: i32 = 144;
 
 /// What `Prepare` allocates, beyond what `Init` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +94,9 @@ enum Prepare {
     /// What CMSIS-NN's kernel allocates on this code path (see
     /// [`cmsis_nn::prepare`]).
     CmsisNn(cmsis_nn::Path),
+    /// ASSIGN_VARIABLE: the first assignment to a variable allocates its
+    /// buffer, of the assigned value's (input 1's) bytes.
+    AssignVariable,
 }
 
 impl Prepare {
@@ -337,6 +346,17 @@ pub const KERNELS: &[Kernel] = &[
     kernel(140, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false }),
     allocates_nothing(145), // BROADCAST_ARGS
     allocates_nothing(151), // DYNAMIC_UPDATE_SLICE
+    // Resource variables: the handle's id (its `OpData`, the data of its
+    // output tensor, which TFLM therefore does not plan), a variable's
+    // buffer at its first assignment.
+    kernel(
+        VAR_HANDLE,
+        Some(layout("TfLiteVarHandleParams", 8, 4)),
+        Some(private("tensorflow/lite/micro/kernels/var_handle.cc", "tflite::OpData", 4, 4)),
+        Prepare::Nothing,
+    ),
+    allocates_nothing(READ_VARIABLE),
+    kernel(ASSIGN_VARIABLE, None, None, Prepare::AssignVariable),
 ];
 
 /// CMSIS-NN's kernels whose allocations the prediction knows, on each
@@ -373,9 +393,6 @@ static CMSIS_NN_KERNELS: [[Kernel; 8]; 3] = [
     cmsis_nn_kernels(cmsis_nn::Path::Mve),
 ];
 
-const RESOURCE_VARIABLES: &str = "its kernel needs the interpreter's `MicroResourceVariables`, which hilmem's \
-                                  firmware does not create (TFLM refuses the model at Prepare without them)";
-/// Why the prediction does not know BATCH_MATMUL.
 /// Why the prediction does not know a kernel: it runs other subgraphs.
 const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers one";
 
@@ -383,14 +400,8 @@ const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers on
 /// (tflite-micro 90b983c) whose kernel is not in [`KERNELS`], and why. A
 /// test holds a checkout's resolver to the two lists, so a kernel TFLM adds
 /// is named until it is in one of them.
-pub const NOT_PREDICTED: &[(&str, &str)] = &[
-    ("ASSIGN_VARIABLE", RESOURCE_VARIABLES),
-    ("CALL_ONCE", OTHER_SUBGRAPHS),
-    ("IF", OTHER_SUBGRAPHS),
-    ("READ_VARIABLE", RESOURCE_VARIABLES),
-    ("VAR_HANDLE", RESOURCE_VARIABLES),
-    ("WHILE", OTHER_SUBGRAPHS),
-];
+pub const NOT_PREDICTED: &[(&str, &str)] =
+    &[("CALL_ONCE", OTHER_SUBGRAPHS), ("IF", OTHER_SUBGRAPHS), ("WHILE", OTHER_SUBGRAPHS)];
 
 /// Whether the prediction knows the kernel of builtin `code` with
 /// `kernels`: the reference kernel's, or CMSIS-NN's where CMSIS-NN has its
@@ -405,6 +416,7 @@ pub const DECLARED_IN: &[&str] = &[
     "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h",
     "tensorflow/lite/micro/memory_planner/linear_memory_planner.h",
     "tensorflow/lite/micro/recording_micro_allocator.h",
+    "tensorflow/lite/micro/micro_resource_variable.h",
     "tensorflow/lite/micro/kernels/activations.h",
     "tensorflow/lite/micro/kernels/add.h",
     "tensorflow/lite/micro/kernels/batch_matmul.h",
@@ -443,6 +455,8 @@ pub fn layouts() -> Vec<Layout> {
         TENSOR,
         AFFINE_QUANTIZATION,
         SCRATCH_HANDLE,
+        RESOURCE_VARIABLES,
+        RESOURCE_VARIABLE,
     ]
     .into_iter()
     .chain(KERNELS.iter().flat_map(|k| k.options.into_iter().chain(k.op_data).chain(k.prepare.op_data())))
@@ -557,6 +571,9 @@ pub fn not_predicted(model: &Model, kernels: KernelPath) -> Option<String> {
             return Some(why);
         }
     }
+    if let Err(why) = variables(model) {
+        return Some(why);
+    }
     let mut unknown: Vec<String> = Vec::new();
     for code in model.operator_codes.iter().filter(|c| kernel_of(c, kernels).is_none()) {
         let name = code.custom.clone().unwrap_or_else(|| tflite::builtin_name(code.builtin).to_owned());
@@ -573,6 +590,55 @@ pub fn not_predicted(model: &Model, kernels: KernelPath) -> Option<String> {
     (!unknown.is_empty()).then(|| {
         format!("what the kernels of {} allocate in the arena is not known to the prediction", unknown.join(", "))
     })
+}
+
+/// A model's resource variables as TFLM's `MicroResourceVariables` numbers
+/// them: the variable each handle tensor (a VAR_HANDLE's output) names,
+/// handles of the same container and shared name being one variable (a
+/// handle without a container names any container's), and how many handles
+/// there are (hilmem's firmware makes room for a variable per handle).
+struct Variables {
+    of_handle: BTreeMap<i32, usize>,
+    handles: usize,
+}
+
+/// The resource variables of `model`'s first subgraph, or why TFLM's
+/// allocation for them cannot be told from the model file.
+fn variables(model: &Model) -> Result<Variables, String> {
+    let mut named: Vec<[Option<String>; 2]> = Vec::new();
+    let mut of_handle = BTreeMap::new();
+    let mut handles = 0;
+    for (step, op) in model.subgraphs.first().map_or(&[][..], |sg| &sg.operators).iter().enumerate() {
+        let code = model.operator_codes.get(op.opcode_index as usize).filter(|c| c.custom.is_none());
+        match code.map(|c| c.builtin) {
+            Some(VAR_HANDLE) => {
+                handles += 1;
+                let [container, shared_name] = op.variable.clone().unwrap_or_default();
+                if shared_name.is_none() {
+                    return Err(format!("the VAR_HANDLE at step {step} has no shared name, which TFLM compares"));
+                }
+                let same = |[c, s]: &[Option<String>; 2]| (container.is_none() || container == *c) && shared_name == *s;
+                let id = named.iter().position(same).unwrap_or_else(|| {
+                    named.push([container, shared_name]);
+                    named.len() - 1
+                });
+                of_handle.extend(op.outputs.iter().map(|&o| (o, id)));
+            }
+            // Its Prepare allocates the variable only when the handle's id
+            // is known by then: a VAR_HANDLE before it has set it.
+            Some(ASSIGN_VARIABLE) => {
+                let handle = op.inputs.first().copied().unwrap_or(-1);
+                if !of_handle.contains_key(&handle) {
+                    return Err(format!(
+                        "the ASSIGN_VARIABLE at step {step} takes its resource from tensor {handle}, which no \
+                         VAR_HANDLE before it gives"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Variables { of_handle, handles })
 }
 
 /// The persistent tail TFLM allocates for `model` over `allocator` with
@@ -610,6 +676,14 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
         let kernel = code.and_then(|c| kernel_of(c, kernel_path));
         kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
     }
+    // The firmware's resource variables, made over the allocator before the
+    // interpreter: the object, then room for a variable per handle.
+    let variables = variables(model).map_err(err)?;
+    if variables.handles > 0 {
+        tail.persistent_buffer(RESOURCE_VARIABLES.bytes);
+        tail.persistent_buffer(RESOURCE_VARIABLE.bytes * variables.handles);
+    }
+    let mut assigned = std::collections::BTreeSet::new();
     for object in [BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS] {
         tail.place(None, object, 1);
     }
@@ -734,6 +808,14 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                     request(elements(state)? * size);
                 }
             }
+            Prepare::AssignVariable => {
+                let handle = op.inputs.first().and_then(|h| variables.of_handle.get(h));
+                if assigned.insert(*handle.ok_or_else(|| missing("resource handle"))?) {
+                    let value = input(1).ok_or_else(|| missing("value"))?;
+                    let bytes = value.bytes().ok_or_else(|| err(format!("step {step}: value `{}`", value.name)))?;
+                    tail.persistent_buffer(bytes);
+                }
+            }
             Prepare::Svdf => {
                 let (data, filters) =
                     (input(0).ok_or_else(|| missing("input"))?, input(1).ok_or_else(|| missing("feature weights"))?);
@@ -777,4 +859,57 @@ fn channels(filter: &Tensor, dim: usize) -> Result<usize, ReadError> {
 /// Elements of a tensor a kernel sizes a buffer by.
 fn elements(t: &Tensor) -> Result<usize, ReadError> {
     t.elements().ok_or_else(|| ReadError { at: "tail", why: format!("tensor `{}` has shape {:?}", t.name, t.shape) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tflite::{Operator, Subgraph};
+
+    /// Two handles named `first` and `second` (shared names; no
+    /// container), the input assigned through each (through `assign_from`
+    /// as the first assignment's handle), the first read back.
+    fn two_handles(first: &str, second: &str, assign_from: i32) -> Model {
+        let tensors = vec![
+            Tensor::plain("input", &[1, 4], FLOAT32, 0),
+            Tensor::plain("first", &[], 13, 0),
+            Tensor::plain("second", &[], 13, 0),
+            Tensor::plain("output", &[1, 4], FLOAT32, 0),
+        ];
+        let operators = vec![
+            Operator::handle(0, 1, first),
+            Operator::handle(0, 2, second),
+            Operator::plain(1, &[assign_from, 0], &[]),
+            Operator::plain(1, &[2, 0], &[]),
+            Operator::plain(2, &[1], &[3]),
+        ];
+        let subgraph = Subgraph { tensors, inputs: vec![0], outputs: vec![3], operators };
+        Model::of_builtins(&[VAR_HANDLE, ASSIGN_VARIABLE, READ_VARIABLE], subgraph)
+    }
+
+    fn tail(model: &Model) -> usize {
+        predict(model, Allocator::Plain, Planner::Greedy, KernelPath::Reference).unwrap().bytes
+    }
+
+    #[test]
+    fn handles_of_one_shared_name_are_one_variable_with_one_buffer() {
+        let (one, two) = (two_handles("state", "state", 1), two_handles("state", "other", 1));
+        assert_eq!(not_predicted(&one, KernelPath::Reference), None);
+        // The second variable's buffer: the input's 16 bytes.
+        assert_eq!(tail(&two) - tail(&one), 16);
+    }
+
+    #[test]
+    fn an_assignment_through_a_handle_no_var_handle_gives_is_not_predicted() {
+        let why = not_predicted(&two_handles("state", "state", 0), KernelPath::Reference).unwrap();
+        assert!(why.contains("ASSIGN_VARIABLE at step 2 takes its resource from tensor 0"), "{why}");
+    }
+
+    #[test]
+    fn a_handle_without_a_shared_name_is_not_predicted() {
+        let mut model = two_handles("state", "state", 1);
+        model.subgraphs[0].operators[1].variable = Some([Some("here".into()), None]);
+        let why = not_predicted(&model, KernelPath::Reference).unwrap();
+        assert!(why.contains("VAR_HANDLE at step 1 has no shared name"), "{why}");
+    }
 }

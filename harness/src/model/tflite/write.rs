@@ -135,8 +135,14 @@ fn subgraph<'a>(
         .map(|(i, op)| {
             let inputs = fb.create_vector(&op.inputs);
             let outputs = fb.create_vector(&op.outputs);
+            let names = op.variable.as_ref().map(|names| names.clone().map(|n| n.map(|n| fb.create_string(&n))));
             let options = (op.options != 0).then(|| {
                 let t = fb.start_table();
+                for (field, name) in names.iter().flatten().enumerate() {
+                    if let Some(name) = name {
+                        fb.push_slot_always(slot(field as u16), *name);
+                    }
+                }
                 if let (Some(w), Some([padding, stride_w, stride_h, dilation_w, dilation_h])) =
                     (op.window, Window::fields(op.options))
                 {
