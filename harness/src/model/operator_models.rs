@@ -9,7 +9,7 @@
 
 use crate::model::tflite::{
     self, Extras, Field, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32,
-    INT16, INT8, VAR_HANDLE,
+    INT16, INT8, RESOURCE, VAR_HANDLE,
 };
 
 use Field::{Byte, Float, Int};
@@ -20,8 +20,6 @@ const SHAPE: [i32; 2] = [1, 4];
 /// `TensorType` codes of the constants the models hold.
 const INT32: u8 = 2;
 const BOOL: u8 = 6;
-/// The `TensorType` of a resource handle.
-const RESOURCE: u8 = 13;
 
 /// An input of the operator: the graph's input, a constant tensor, a
 /// variable (a float32 state of this shape, kept between inferences), or an

@@ -220,6 +220,8 @@ pub const FLOAT32: u8 = 0;
 pub const INT16: u8 = 7;
 pub const INT8: u8 = 9;
 pub const INT4: u8 = 17;
+/// A resource handle's (an int32 id that its kernel holds).
+pub const RESOURCE: u8 = 13;
 
 impl Tensor {
     /// A tensor that is not variable and has no quantization, for the

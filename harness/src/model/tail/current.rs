@@ -864,7 +864,7 @@ fn elements(t: &Tensor) -> Result<usize, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tflite::{Operator, Subgraph};
+    use crate::model::tflite::{Operator, Subgraph, RESOURCE};
 
     /// Two handles named `first` and `second` (shared names; no
     /// container), the input assigned through each (through `assign_from`
@@ -872,8 +872,8 @@ mod tests {
     fn two_handles(first: &str, second: &str, assign_from: i32) -> Model {
         let tensors = vec![
             Tensor::plain("input", &[1, 4], FLOAT32, 0),
-            Tensor::plain("first", &[], 13, 0),
-            Tensor::plain("second", &[], 13, 0),
+            Tensor::plain("first", &[], RESOURCE, 0),
+            Tensor::plain("second", &[], RESOURCE, 0),
             Tensor::plain("output", &[1, 4], FLOAT32, 0),
         ];
         let operators = vec![
