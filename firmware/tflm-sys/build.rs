@@ -79,8 +79,11 @@ fn main() {
     let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
     let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
-    if recording && tree.generation != Generation::Current {
-        panic!("TFLM's recording allocator is built on a current TFLM only; {} is not one", tree.root.display());
+    if recording && !tree.generation.todays_allocator() {
+        panic!(
+            "TFLM's recording allocator is built on a TFLM of today's allocator only (from late 2022); {} is not one",
+            tree.root.display()
+        );
     }
     let shim = compile_shim(&tree, &includes, &ops, (bare_metal, recording), &objects_dir);
     archive(&tree, &includes, &out_dir.join("libtflm_shim.a"), &[shim]);

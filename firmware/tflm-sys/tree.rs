@@ -10,20 +10,34 @@
 // here.
 
 /// The allocator models hilmem's analyzer has: the TFLM of the 2020 archive,
-/// and today's (an allocator that takes its memory planner, keeps only
-/// evaluation tensors for a model's lifetime and can say how much of the
-/// tail its own objects take). A tree between the two builds and runs; the
+/// and today's (an allocator that takes its memory planner, allocates from a
+/// `SingleArenaBufferAllocator` and can say how much of the tail its own
+/// objects take), before and after the interpreter handed out evaluation
+/// tensors. A tree of the years between the two builds and runs; the
 /// analyzer does not predict its arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Generation {
     /// TFLM of May 2020, as the `tfmicro` 0.1.0 archive bundles it:
     /// `kernels/all_ops_resolver.h`, an allocator that owns its planner.
     Tfmicro2020,
-    /// Neither: a tree from the years between.
+    /// Neither: a tree from the years between (an allocator over a
+    /// `SimpleMemoryAllocator`, without `GetDefaultTailUsage`).
     Between,
+    /// Today's allocator, with an interpreter that hands out no tensor by
+    /// index (no `GetTensor`): TFLM from late 2022 to mid 2023, its kernels
+    /// those of their time.
+    Tflm2023,
     /// Today's allocator: `MicroAllocator::GetDefaultTailUsage`, evaluation
     /// tensors the interpreter hands out (`GetTensor`), a planner given.
     Current,
+}
+
+impl Generation {
+    /// Whether its allocator is today's, which hilmem's firmware can build
+    /// over TFLM's recording allocator and the analyzer predicts.
+    pub fn todays_allocator(self) -> bool {
+        matches!(self, Generation::Tflm2023 | Generation::Current)
+    }
 }
 
 /// The kernels TFLM is built with: its reference kernels, or ARM's CMSIS-NN
@@ -233,8 +247,12 @@ impl Api {
     fn generation(&self, root: &Path) -> Generation {
         if root.join("tensorflow/lite/micro/kernels/all_ops_resolver.h").is_file() {
             Generation::Tfmicro2020
-        } else if self.planner_given && self.default_tail_usage && self.eval_tensors && self.single_arena_buffer {
-            Generation::Current
+        } else if self.planner_given && self.default_tail_usage && self.single_arena_buffer {
+            if self.eval_tensors {
+                Generation::Current
+            } else {
+                Generation::Tflm2023
+            }
         } else {
             Generation::Between
         }

@@ -116,10 +116,12 @@ impl SetAnalysis {
             let (Some(used), Some(own_tail)) = (a.predicted_arena_bytes, a.tail_bytes) else { return Ok(None) };
             models.push(a.model.clone());
             separate_parts.push(used);
-            if a.tflm == Generation::Current.name() {
+            let tflm = Generation::named(a.tflm).filter(|g| g.todays_allocator());
+            if let Some(tflm) = tflm {
                 let before = head + tail;
                 head = head.max(used - own_tail);
-                tail = if i == 0 { own_tail } else { current::predict_joining(model, tail, a.kernel_path)?.bytes };
+                tail =
+                    if i == 0 { own_tail } else { current::predict_joining(model, tail, a.kernel_path, tflm)?.bytes };
                 shared_parts.push(head + tail - before);
             }
         }
@@ -147,9 +149,9 @@ const LEAST_ARENA_CURRENT: &str = "the least arena is predicted for the 2020 TFL
                                    (today's kernels borrow room while they prepare that the analyzer does not model)";
 
 /// Why a TFLM of the years between is not predicted.
-pub const BETWEEN: &str = "the analyzer models the allocator of the 2020 TFLM and today's (given its planner, \
-                           keeping evaluation tensors, able to say its own objects' tail); this TFLM's is neither, \
-                           and its tail is not modelled";
+pub const BETWEEN: &str = "the analyzer models the allocator of the 2020 TFLM and today's (from late 2022: given its \
+                           planner, over a SingleArenaBufferAllocator, able to say its own objects' tail); this TFLM's \
+                           is neither, and its tail is not modelled";
 
 impl Analysis {
     /// The analysis of `model` for a TFLM of generation `tflm` built with
@@ -193,13 +195,13 @@ impl Analysis {
                 caveats.push(format!("no arena prediction: {BETWEEN}; the head leaves out any scratch buffers"));
                 (buffers(model, &[])?, None, None)
             }
-            Generation::Current => match current::not_predicted(model, kernels) {
+            Generation::Tflm2023 | Generation::Current => match current::not_predicted(model, kernels, tflm) {
                 Some(why) => {
                     caveats.push(format!("no arena prediction: {why}; the head leaves out any scratch buffers"));
                     (buffers(model, &[])?, None, None)
                 }
                 None => {
-                    let tail = current::predict(model, current::Allocator::Plain, planner, kernels)?;
+                    let tail = current::predict(model, current::Allocator::Plain, planner, kernels, tflm)?;
                     caveats.push(LEAST_ARENA_CURRENT.to_owned());
                     (buffers(model, &tail.scratch)?, Some(tail.bytes), None)
                 }
@@ -207,7 +209,7 @@ impl Analysis {
         };
         let ties = match tflm {
             Generation::Tfmicro2020 => Ties::Added,
-            Generation::Between | Generation::Current => Ties::Reversed,
+            Generation::Between | Generation::Tflm2023 | Generation::Current => Ties::Reversed,
         };
         let offsets = greedy(&buffers, ties);
         let greedy = head_bytes(&buffers, &offsets);
@@ -226,7 +228,7 @@ impl Analysis {
             }
         }
         let model_plan_bytes = match (&model.offline_plan, tflm) {
-            (Some(given), Generation::Current) => {
+            (Some(given), tflm) if tflm.todays_allocator() => {
                 Some(model_plan_head(&buffers, given, sg.tensors.len(), ties, &mut caveats))
             }
             _ => None,

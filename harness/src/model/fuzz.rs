@@ -16,7 +16,7 @@ pub const MODELS: Subject = Subject { extension: "tflite", outcome, damage: Dama
 /// and analyses as a model, else the kind of error.
 pub fn outcome(data: &[u8]) -> Option<String> {
     let error = match tflite::read(data) {
-        Ok(model) => [Generation::Tfmicro2020, Generation::Current]
+        Ok(model) => [Generation::Tfmicro2020, Generation::Tflm2023, Generation::Current]
             .into_iter()
             .find_map(|tflm| Analysis::of("fuzz", &model, tflm, KernelPath::Reference, Planner::Greedy).err())?,
         Err(e) => e,

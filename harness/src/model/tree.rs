@@ -17,13 +17,16 @@ impl Generation {
         match self {
             Generation::Tfmicro2020 => "2020",
             Generation::Between => "between",
+            Generation::Tflm2023 => "2023",
             Generation::Current => "current",
         }
     }
 
     /// The generation [`Generation::name`] names.
     pub fn named(name: &str) -> Option<Generation> {
-        [Generation::Tfmicro2020, Generation::Between, Generation::Current].into_iter().find(|g| g.name() == name)
+        [Generation::Tfmicro2020, Generation::Between, Generation::Tflm2023, Generation::Current]
+            .into_iter()
+            .find(|g| g.name() == name)
     }
 }
 
@@ -294,6 +297,8 @@ mod tests {
 
         write(root, &format!("{micro}/micro_arena_constants.h"), "");
         write(root, &format!("{micro}/micro_allocator.h"), "MicroMemoryPlanner* memory_planner); GetDefaultTailUsage");
+        let api = Api::of(root).unwrap();
+        assert_eq!(api.generation(root), Generation::Tflm2023, "today's allocator, no GetTensor");
         write(root, &format!("{micro}/micro_interpreter.h"), "TfLiteEvalTensor* GetTensor(int); TFLITE_SCHEMA_VERSION");
         let api = Api::of(root).unwrap();
         assert_eq!(api.buffer_alignment, 0);

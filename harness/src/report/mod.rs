@@ -13,6 +13,7 @@ use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::registry::Operators;
 use crate::model::tail::cmsis_nn::{self, KernelPath};
 use crate::model::tail::current;
+use crate::model::tree::Generation;
 use crate::run::measurement::{
     metric, ArenaPrediction, Measurement, TflmBreakdown, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED,
 };
@@ -749,7 +750,9 @@ pub fn fit(f: &crate::spec::fit::Fit) -> String {
 /// as a Markdown table with its notes: every operator the bundled 2020
 /// TFLM's `AllOpsResolver` registers (`bundled`) or today's
 /// `MicroMutableOpResolver` does (`current`, read from a checkout), the
-/// latter with reference kernels and with CMSIS-NN's.
+/// latter with reference kernels and with CMSIS-NN's; and the 2023
+/// generation's, whose resolver registers today's operators but those of
+/// `current::ABSENT_2023`.
 pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
     let mut notes: Vec<String> = Vec::new();
     let mut note = |why: &str| -> String {
@@ -764,30 +767,40 @@ pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
     rows.sort();
     rows.dedup();
     let mut text = String::from(
-        "| operator | 2020 (bundled) | current, reference kernels | current, CMSIS-NN |\n|---|---|---|---|\n",
+        "| operator | 2020 (bundled) | 2023, reference kernels | current, reference kernels | current, CMSIS-NN |\n\
+         |---|---|---|---|---|\n",
     );
     let paths = [cmsis_nn::Path::Scalar, cmsis_nn::Path::Dsp, cmsis_nn::Path::Mve];
+    let not_registered = || "not registered".to_owned();
     for (name, code) in rows {
         let old = if bundled.by_code.contains_key(&code) { "yes" } else { "not registered" };
-        let (reference, cmsis) = if !current.by_code.contains_key(&code) {
-            ("not registered".to_owned(), "not registered".to_owned())
-        } else {
-            let why = current::NOT_PREDICTED.iter().find(|(n, _)| *n == name).map(|(_, why)| *why);
-            let reference = match (current::knows(code, KernelPath::Reference), why) {
+        let mut reference = |tflm: Generation| {
+            let why = current::not_predicted_operators(tflm).iter().find(|(n, _)| *n == name).map(|(_, why)| *why);
+            match (current::knows(code, KernelPath::Reference, tflm), why) {
                 (true, _) => "yes".to_owned(),
                 (false, Some(why)) => note(why),
                 (false, None) => note("not in the prediction's lists"),
-            };
+            }
+        };
+        let registered = current.by_code.contains_key(&code);
+        let of_2023 = match registered && !current::ABSENT_2023.contains(&code) {
+            true => reference(Generation::Tflm2023),
+            false => not_registered(),
+        };
+        let (today, cmsis) = if !registered {
+            (not_registered(), not_registered())
+        } else {
+            let today = reference(Generation::Current);
             let cmsis = if !cmsis_nn::SPECIALIZED.contains(&code) {
-                reference.clone()
-            } else if paths.iter().all(|&p| current::knows(code, KernelPath::CmsisNn(p))) {
+                today.clone()
+            } else if paths.iter().all(|&p| current::knows(code, KernelPath::CmsisNn(p), Generation::Current)) {
                 "yes (CMSIS-NN's kernel)".to_owned()
             } else {
                 note("what CMSIS-NN's kernel allocates is not in the table yet")
             };
-            (reference, cmsis)
+            (today, cmsis)
         };
-        text += &format!("| {name} | {old} | {reference} | {cmsis} |\n");
+        text += &format!("| {name} | {old} | {of_2023} | {today} | {cmsis} |\n");
     }
     text.push('\n');
     for (i, why) in notes.iter().enumerate() {

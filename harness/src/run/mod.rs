@@ -24,7 +24,7 @@ use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError, Runner};
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
-use crate::spec::runtime::{Generation, Kernels, Runtime, RuntimeError};
+use crate::spec::runtime::{Kernels, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
 use crate::target::firmware::{self, BuildError, Firmware, Variant};
 use crate::target::runner::probe::{self, DryRun, DryRunError};
@@ -308,7 +308,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     if selected.is_empty() && !options.build_only {
         return (None, Vec::new());
     }
-    let breakdown = runtime.generation() == Generation::Current
+    let breakdown = runtime.generation().todays_allocator()
         && selected.iter().any(|s| broken_down(spec, s))
         && options.variant == Variant::Standard;
     // The model was read once for the run; its arena is resolved once per

@@ -146,7 +146,7 @@ impl Runtime {
         };
         let operators = match tree.generation {
             Generation::Tfmicro2020 => Operators::bundled(),
-            Generation::Between | Generation::Current => Operators::of_tree(root)?,
+            Generation::Between | Generation::Tflm2023 | Generation::Current => Operators::of_tree(root)?,
         };
         let cmsis_nn = Tree::built(root, Kernels::CmsisNn, Some(CHECKED_ARCH)).map(|_| ());
         let (generation, planner_given) = (tree.generation.name().to_owned(), tree.api.planner_given);

@@ -8,6 +8,7 @@ use harness::bench::branching_model;
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
+use harness::model::tail::current;
 use harness::model::tail::tfmicro2020 as tail;
 use harness::model::tail::Layout;
 use harness::model::tflm_ops;
@@ -16,7 +17,8 @@ use harness::run::measurement::SINGLE_FRAME;
 use harness::spec::runtime::{bundled_tree, Generation};
 
 use crate::support::{
-    compiled_layouts, default_board, measure, model, printed_by_tflm, ws, EVERY_OPERATOR, EXAMPLE_MODELS,
+    compiled_layouts, default_board, measure, model, printed_by_tflm, ws, EVERY_OPERATOR, EVERY_OPERATOR_2023,
+    EXAMPLE_MODELS,
 };
 
 fn source(path: &str) -> String {
@@ -227,6 +229,19 @@ fn the_operator_models_are_what_their_generator_writes() {
     let every = file.models.iter().find(|m| m.name == EVERY_OPERATOR).and_then(|m| m.set.as_ref());
     let held: Vec<&str> = every.expect(EVERY_OPERATOR).models.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(held, models, "the set {EVERY_OPERATOR} holds every model of {}, in order", dir.display());
+    // The 2023 generation's set: those it predicts.
+    let of_2023: Vec<&str> = file
+        .models
+        .iter()
+        .filter(|m| m.set.is_none())
+        .filter(|m| {
+            current::not_predicted(&m.parse().unwrap().parsed, KernelPath::Reference, Generation::Tflm2023).is_none()
+        })
+        .map(|m| m.name.as_str())
+        .collect();
+    let set = file.models.iter().find(|m| m.name == EVERY_OPERATOR_2023).and_then(|m| m.set.as_ref());
+    let held: Vec<&str> = set.expect(EVERY_OPERATOR_2023).models.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(held, of_2023, "the set {EVERY_OPERATOR_2023} holds the models the 2023 generation is predicted for");
 }
 
 /// The branching example model is what its generator writes (rewrite it

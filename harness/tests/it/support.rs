@@ -28,6 +28,8 @@ pub const EXAMPLE_MODELS: [&str; 4] = ["hello_world", "micro_speech", "magic_wan
 /// The set of `firmware/models/ops/hil.toml` that holds every one-operator
 /// model, in one image.
 pub const EVERY_OPERATOR: &str = "every-operator";
+/// The set of the models whose operators the 2023 generation registers.
+pub const EVERY_OPERATOR_2023: &str = "every-operator-2023";
 
 pub fn ws() -> Workspace {
     Workspace::from_source()

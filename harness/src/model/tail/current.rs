@@ -14,8 +14,10 @@
 //! quantization.
 //!
 //! What a kernel allocates is read from its source, so the prediction knows
-//! the kernels listed in [`KERNELS`]; for a model with any other operator it
-//! makes none and names the operator.
+//! the kernels listed in [`KERNELS`], and for the 2023 generation (the same
+//! allocator, kernels of their time) those of [`KERNELS_2023`] where they
+//! differ; for a model with any other operator it makes none and names the
+//! operator.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +25,7 @@ use super::cmsis_nn::{self, KernelPath};
 use super::{layout, private, Layout, Tail};
 use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
 use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8, VAR_HANDLE};
+use crate::model::tree::Generation;
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
 const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
@@ -40,6 +43,8 @@ const AFFINE_QUANTIZATION: Layout = layout("TfLiteAffineQuantization", 12, 4);
 const SCRATCH_HANDLE: Layout = layout("tflite::ScratchBufferHandle", 4, 4);
 const RESOURCE_VARIABLES: Layout = layout("tflite::MicroResourceVariables", 12, 4);
 const RESOURCE_VARIABLE: Layout = layout("tflite::MicroResourceVariables::MicroResourceVariable", 20, 4);
+/// A variable of 2023, before its default value.
+const RESOURCE_VARIABLE_2023: Layout = layout("tflite::MicroResourceVariables::MicroResourceVariable", 16, 4);
 
 /// The builtin codes of the resource-variable operators besides VAR_HANDLE.
 const READ_VARIABLE: i32 = 143;
@@ -61,10 +66,11 @@ enum Prepare {
     /// Two lookup tables of 513 int16 for an int16 input.
     Int16Tables,
     /// Scratch buffers: an int32 accumulator per output element for an
-    /// integer input when the kernel sums (MEAN, SUM), then an int per input
-    /// dimension and per axis.
+    /// integer input when the kernel sums (MEAN, SUM), then, with
+    /// `indices`, an int per input dimension and per axis.
     Reduce {
         sums: bool,
+        indices: bool,
     },
     /// Two scratch buffers of an int per input dimension (MIRROR_PAD).
     DimensionIndices,
@@ -91,6 +97,12 @@ enum Prepare {
     /// output element, int32 for an int8 input and int64 for int16; and for
     /// int16 with an int16 bias, the bias converted to int64.
     TransposeConv,
+    /// FULLY_CONNECTED of 2023: a scratch buffer to unpack an int4 filter,
+    /// no per-channel data.
+    UnpacksInt4,
+    /// CONCATENATION of 2023: for an int8 input, its inputs' scales and
+    /// zero points, 4 bytes per input each.
+    InputQuantization,
     /// What CMSIS-NN's kernel allocates on this code path (see
     /// [`cmsis_nn::prepare`]).
     CmsisNn(cmsis_nn::Path),
@@ -151,6 +163,9 @@ const OP_DATA_POOLING: Layout = layout("tflite::OpDataPooling", 32, 4);
 const LEAKY_RELU_PARAMS: Layout = layout("TfLiteLeakyReluParams", 4, 4);
 const REDUCER_PARAMS: Layout = layout("TfLiteReducerParams", 1, 1);
 const OP_DATA_REDUCE: Layout = layout("tflite::OpDataReduce", 44, 4);
+const CONCATENATION_PARAMS: Layout = layout("TfLiteConcatenationParams", 8, 4);
+const CONCATENATION_OP_DATA: Layout =
+    private("tensorflow/lite/micro/kernels/concatenation.cc", "tflite::OpData", 24, 4);
 const COMPARISON_OP_DATA: Layout = private("tensorflow/lite/micro/kernels/comparisons.cc", "tflite::OpData", 32, 4);
 /// PAD's and PADV2's (`kernels/pad.h`).
 const PAD_OP_DATA: Layout = layout("tflite::OpData", 56, 4);
@@ -161,12 +176,7 @@ const OP_DATA_ABS_RSQRT: Layout =
 pub const KERNELS: &[Kernel] = &[
     kernel(0, Some(ADD_PARAMS), Some(layout("tflite::OpDataAdd", 60, 4)), Prepare::Nothing),
     kernel(1, Some(POOL_PARAMS), Some(OP_DATA_POOLING), Prepare::Nothing),
-    kernel(
-        2,
-        Some(layout("TfLiteConcatenationParams", 8, 4)),
-        Some(private("tensorflow/lite/micro/kernels/concatenation.cc", "tflite::OpData", 24, 4)),
-        Prepare::Nothing,
-    ),
+    kernel(2, Some(CONCATENATION_PARAMS), Some(CONCATENATION_OP_DATA), Prepare::Nothing),
     kernel(3, Some(CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
     kernel(4, Some(DEPTHWISE_CONV_PARAMS), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 3 }),
     // DEPTH_TO_SPACE
@@ -211,7 +221,7 @@ pub const KERNELS: &[Kernel] = &[
         Prepare::Nothing,
     ),
     allocates_nothing(39), // TRANSPOSE
-    kernel(40, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: true }),
+    kernel(40, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: true, indices: true }),
     kernel(41, Some(layout("TfLiteSubParams", 2, 1)), Some(layout("tflite::OpDataSub", 52, 4)), Prepare::Nothing),
     kernel(
         42,
@@ -272,19 +282,19 @@ pub const KERNELS: &[Kernel] = &[
     kernel(71, None, Some(COMPARISON_OP_DATA), Prepare::Nothing),
     kernel(72, None, Some(COMPARISON_OP_DATA), Prepare::Nothing),
     allocates_nothing(73), // LOG
-    kernel(74, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: true }),
+    kernel(74, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: true, indices: true }),
     allocates_nothing(75), // SQRT
     // RSQRT
     kernel(76, None, Some(OP_DATA_ABS_RSQRT), Prepare::Nothing),
     kernel(77, Some(layout("TfLiteShapeParams", 1, 1)), None, Prepare::Nothing),
     kernel(79, Some(layout("TfLiteArgMinParams", 1, 1)), None, Prepare::Nothing),
-    kernel(82, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false }),
+    kernel(82, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false, indices: true }),
     kernel(83, Some(layout("TfLitePackParams", 8, 4)), None, Prepare::Nothing),
     allocates_nothing(84), // LOGICAL_OR
     allocates_nothing(86), // LOGICAL_AND
     allocates_nothing(87), // LOGICAL_NOT
     kernel(88, Some(layout("TfLiteUnpackParams", 8, 4)), None, Prepare::Nothing),
-    kernel(89, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false }),
+    kernel(89, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false, indices: true }),
     allocates_nothing(90), // FLOOR_DIV
     allocates_nothing(92), // SQUARE
     allocates_nothing(93), // ZEROS_LIKE
@@ -343,7 +353,7 @@ pub const KERNELS: &[Kernel] = &[
         Prepare::BatchMatMul(layout("tflite::QuantizationOpDataBatchMatmul", 28, 4)),
     )),
     allocates_nothing(130), // BROADCAST_TO
-    kernel(140, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false }),
+    kernel(140, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE), Prepare::Reduce { sums: false, indices: true }),
     allocates_nothing(145), // BROADCAST_ARGS
     allocates_nothing(151), // DYNAMIC_UPDATE_SLICE
     // Resource variables: the handle's id (its `OpData`, the data of its
@@ -403,11 +413,95 @@ const OTHER_SUBGRAPHS: &str = "it runs other subgraphs; the prediction covers on
 pub const NOT_PREDICTED: &[(&str, &str)] =
     &[("CALL_ONCE", OTHER_SUBGRAPHS), ("IF", OTHER_SUBGRAPHS), ("WHILE", OTHER_SUBGRAPHS)];
 
-/// Whether the prediction knows the kernel of builtin `code` with
-/// `kernels`: the reference kernel's, or CMSIS-NN's where CMSIS-NN has its
-/// own (whose model-dependent branches it may still name).
-pub fn knows(code: i32, kernels: KernelPath) -> bool {
-    kernel_of(&OperatorCode { builtin: code, custom: None, version: 1 }, kernels).is_some()
+/// The reference kernels of the 2023 generation that allocate otherwise
+/// than today's, read from tflite-micro 0c425da36 (2023-01-13): smaller
+/// options for CONV_2D, FULLY_CONNECTED and STRIDED_SLICE; other `OpData`
+/// (several then in namespaces of their own); no per-channel data
+/// for FULLY_CONNECTED; the inputs' quantization for an int8
+/// CONCATENATION; MEAN and SUM without index buffers; GATHER_ND without a
+/// copy of its output's dims.
+pub const KERNELS_2023: &[Kernel] = &[
+    kernel(2, Some(CONCATENATION_PARAMS), Some(CONCATENATION_OP_DATA_2023), Prepare::InputQuantization),
+    kernel(3, Some(layout("TfLiteConvParams", 24, 4)), Some(OP_DATA_CONV), Prepare::PerChannel { dim: 0 }),
+    kernel(
+        9,
+        Some(layout("TfLiteFullyConnectedParams", 4, 1)),
+        Some(layout("tflite::OpDataFullyConnected", 36, 4)),
+        Prepare::UnpacksInt4,
+    ),
+    kernel(21, None, Some(layout("tflite::Relu6OpData", 2, 1)), Prepare::Nothing),
+    kernel(28, None, Some(TANH_OP_DATA_2023), Prepare::Nothing),
+    kernel(34, None, Some(PAD_OP_DATA_2023), Prepare::Nothing),
+    kernel(40, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE_2023), Prepare::Reduce { sums: true, indices: false }),
+    kernel(
+        45,
+        Some(layout("TfLiteStridedSliceParams", 20, 4)),
+        Some(layout("tflite::StridedSliceParams", 84, 4)),
+        Prepare::Nothing,
+    ),
+    kernel(58, None, Some(COMPARISON_OP_DATA_2023), Prepare::Nothing),
+    kernel(60, None, Some(PAD_OP_DATA_2023), Prepare::Nothing),
+    kernel(61, None, Some(COMPARISON_OP_DATA_2023), Prepare::Nothing),
+    kernel(62, None, Some(COMPARISON_OP_DATA_2023), Prepare::Nothing),
+    kernel(63, None, Some(COMPARISON_OP_DATA_2023), Prepare::Nothing),
+    kernel(71, None, Some(COMPARISON_OP_DATA_2023), Prepare::Nothing),
+    kernel(72, None, Some(COMPARISON_OP_DATA_2023), Prepare::Nothing),
+    kernel(74, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE_2023), Prepare::Reduce { sums: true, indices: false }),
+    kernel(76, None, Some(OP_DATA_ABS_RSQRT_2023), Prepare::Nothing),
+    kernel(82, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE_2023), Prepare::Reduce { sums: false, indices: true }),
+    kernel(101, None, Some(OP_DATA_ABS_RSQRT_2023), Prepare::Nothing),
+    allocates_nothing(107), // GATHER_ND
+    kernel(
+        123,
+        None,
+        Some(private("tensorflow/lite/micro/kernels/select.cc", "tflite::OpData", 2, 1)),
+        Prepare::Nothing,
+    ),
+];
+const OP_DATA_REDUCE_2023: Layout = layout("tflite::OpDataReduce", 40, 4);
+const CONCATENATION_OP_DATA_2023: Layout =
+    private("tensorflow/lite/micro/kernels/concatenation.cc", "tflite::ops::micro::concatenation::OpData", 24, 4);
+const COMPARISON_OP_DATA_2023: Layout =
+    private("tensorflow/lite/micro/kernels/comparisons.cc", "tflite::ops::micro::comparisons::OpData", 32, 4);
+const OP_DATA_ABS_RSQRT_2023: Layout =
+    private("tensorflow/lite/micro/kernels/elementwise.cc", "tflite::ops::micro::elementwise::OpDataAbsRsqrt", 20, 4);
+const TANH_OP_DATA_2023: Layout =
+    private("tensorflow/lite/micro/kernels/tanh.cc", "tflite::ops::micro::activations::OpData", 16, 4);
+const PAD_OP_DATA_2023: Layout = private("tensorflow/lite/micro/kernels/pad.cc", "tflite::OpData", 56, 4);
+
+/// Today's kernels the 2023 generation does not have: EMBEDDING_LOOKUP,
+/// REDUCE_MIN, REVERSE_V2, BATCH_MATMUL, REDUCE_ALL, DYNAMIC_UPDATE_SLICE
+/// (a test holds a 2023 checkout's resolver to it).
+pub const ABSENT_2023: &[i32] = &[7, 89, 105, 126, 140, 151];
+
+/// Every builtin operator the 2023 generation's resolver registers
+/// (tflite-micro 0c425da36) whose kernel the prediction does not know, and
+/// why.
+pub const NOT_PREDICTED_2023: &[(&str, &str)] = &[
+    ("CALL_ONCE", OTHER_SUBGRAPHS),
+    ("IF", OTHER_SUBGRAPHS),
+    (
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        "its kernel of 2023 is TFLM's LSTM before the rewrite of that year, whose allocations the table does not \
+         hold",
+    ),
+    ("WHILE", OTHER_SUBGRAPHS),
+];
+
+/// The operators `tflm`'s resolver registers that the prediction does not
+/// know, and why.
+pub fn not_predicted_operators(tflm: Generation) -> &'static [(&'static str, &'static str)] {
+    match tflm {
+        Generation::Tflm2023 => NOT_PREDICTED_2023,
+        _ => NOT_PREDICTED,
+    }
+}
+
+/// Whether the prediction knows the kernel of builtin `code` in `tflm`
+/// with `kernels`: the reference kernel's, or CMSIS-NN's where CMSIS-NN has
+/// its own (whose model-dependent branches it may still name).
+pub fn knows(code: i32, kernels: KernelPath, tflm: Generation) -> bool {
+    kernel_of(&OperatorCode { builtin: code, custom: None, version: 1 }, kernels, tflm).is_some()
 }
 
 /// The headers that declare every type of the prediction but those private
@@ -439,8 +533,21 @@ pub const DECLARED_IN: &[&str] = &[
     "tensorflow/lite/micro/kernels/svdf.h",
 ];
 
-/// Every layout the prediction uses, for the test that compiles them.
-pub fn layouts() -> Vec<Layout> {
+/// The headers of [`DECLARED_IN`] a tree of `tflm` has (the 2023
+/// generation's strided slice keeps its parameters in its source, and it has
+/// no BATCH_MATMUL).
+pub fn declared_in(tflm: Generation) -> Vec<&'static str> {
+    let since_2023 = ["tensorflow/lite/micro/kernels/batch_matmul.h", "tensorflow/lite/micro/kernels/strided_slice.h"];
+    DECLARED_IN.iter().copied().filter(|h| tflm != Generation::Tflm2023 || !since_2023.contains(h)).collect()
+}
+
+/// Every layout the prediction for `tflm` uses, for the test that compiles
+/// them.
+pub fn layouts(tflm: Generation) -> Vec<Layout> {
+    let variable = if tflm == Generation::Tflm2023 { RESOURCE_VARIABLE_2023 } else { RESOURCE_VARIABLE };
+    let kernels = KERNELS.iter().filter_map(|k| {
+        kernel_of(&OperatorCode { builtin: k.code, custom: None, version: 1 }, KernelPath::Reference, tflm)
+    });
     [
         ARENA_ALLOCATOR,
         PLANNER,
@@ -456,10 +563,10 @@ pub fn layouts() -> Vec<Layout> {
         AFFINE_QUANTIZATION,
         SCRATCH_HANDLE,
         RESOURCE_VARIABLES,
-        RESOURCE_VARIABLE,
+        variable,
     ]
     .into_iter()
-    .chain(KERNELS.iter().flat_map(|k| k.options.into_iter().chain(k.op_data).chain(k.prepare.op_data())))
+    .chain(kernels.flat_map(|k| k.options.into_iter().chain(k.op_data).chain(k.prepare.op_data())))
     .collect()
 }
 
@@ -545,26 +652,39 @@ impl Recorder {
     }
 }
 
-/// The known kernel of an operator code among `kernels` (none for a custom
-/// operator, or for a CMSIS-NN kernel the prediction does not know on that
-/// code path).
-fn kernel_of(code: &OperatorCode, kernels: KernelPath) -> Option<&'static Kernel> {
+/// The known kernel of an operator code among `tflm`'s `kernels` (none for
+/// a custom operator, for a CMSIS-NN kernel the prediction does not know on
+/// that code path, or for one the 2023 generation lacks or is not
+/// predicted in).
+fn kernel_of(code: &OperatorCode, kernels: KernelPath, tflm: Generation) -> Option<&'static Kernel> {
     if code.custom.is_some() {
         return None;
     }
-    match kernels {
-        KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
+    let today = || KERNELS.iter().find(|k| k.code == code.builtin);
+    match (kernels, tflm) {
+        (KernelPath::CmsisNn(_), Generation::Tflm2023) => None,
+        (KernelPath::CmsisNn(path), _) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
             CMSIS_NN_KERNELS[path as usize].iter().find(|k| k.code == code.builtin)
         }
-        _ => KERNELS.iter().find(|k| k.code == code.builtin),
+        (_, Generation::Tflm2023) => {
+            let name = tflite::builtin_name(code.builtin);
+            if ABSENT_2023.contains(&code.builtin) || NOT_PREDICTED_2023.iter().any(|(n, _)| *n == name) {
+                return None;
+            }
+            KERNELS_2023.iter().find(|k| k.code == code.builtin).or_else(today)
+        }
+        _ => today(),
     }
 }
 
-/// Why no prediction is made for `model` with `kernels`, when there is a
-/// reason.
-pub fn not_predicted(model: &Model, kernels: KernelPath) -> Option<String> {
+/// Why no prediction is made for `model` with `tflm`'s `kernels`, when
+/// there is a reason.
+pub fn not_predicted(model: &Model, kernels: KernelPath, tflm: Generation) -> Option<String> {
     if model.subgraphs.len() > 1 {
         return Some(format!("the model has {} subgraphs; the prediction covers one", model.subgraphs.len()));
+    }
+    if tflm == Generation::Tflm2023 && kernels != KernelPath::Reference {
+        return Some("the table of the 2023 generation holds TFLM's reference kernels only".into());
     }
     if let KernelPath::CmsisNn(path) = kernels {
         if let Some(why) = cmsis_nn::unmodelled(model, path) {
@@ -575,7 +695,7 @@ pub fn not_predicted(model: &Model, kernels: KernelPath) -> Option<String> {
         return Some(why);
     }
     let mut unknown: Vec<String> = Vec::new();
-    for code in model.operator_codes.iter().filter(|c| kernel_of(c, kernels).is_none()) {
+    for code in model.operator_codes.iter().filter(|c| kernel_of(c, kernels, tflm).is_none()) {
         let name = code.custom.clone().unwrap_or_else(|| tflite::builtin_name(code.builtin).to_owned());
         let name = match kernels {
             KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
@@ -641,39 +761,50 @@ fn variables(model: &Model) -> Result<Variables, String> {
     Ok(Variables { of_handle, handles })
 }
 
-/// The persistent tail TFLM allocates for `model` over `allocator` with
-/// `kernels`, whose operators all have a kernel the prediction knows (see
-/// [`not_predicted`]).
+/// The persistent tail a TFLM of generation `tflm` (today's allocator)
+/// allocates for `model` over `allocator` with `kernels`, whose operators
+/// all have a kernel the prediction knows (see [`not_predicted`]).
 pub fn predict(
     model: &Model,
     allocator: Allocator,
     planner: Planner,
     kernels: KernelPath,
+    tflm: Generation,
 ) -> Result<Prediction, ReadError> {
     let mut tail = Recorder::default();
     for object in allocator.objects(planner) {
         tail.place(None, object, 1);
     }
-    replay(model, tail, kernels)
+    replay(model, tail, kernels, tflm)
 }
 
 /// The tail once `model` has joined an arena whose allocator already holds
 /// `before` bytes of other models' tail (TFLM's multi-tenant allocation):
 /// its allocations follow on from there, and the allocator's objects are
 /// not made again.
-pub fn predict_joining(model: &Model, before: usize, kernels: KernelPath) -> Result<Prediction, ReadError> {
-    replay(model, Recorder { tail: Tail(before), recorded: BTreeMap::new() }, kernels)
+pub fn predict_joining(
+    model: &Model,
+    before: usize,
+    kernels: KernelPath,
+    tflm: Generation,
+) -> Result<Prediction, ReadError> {
+    replay(model, Recorder { tail: Tail(before), recorded: BTreeMap::new() }, kernels, tflm)
 }
 
-/// `model`'s allocations with `kernels`, from where `tail` stands.
-fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<Prediction, ReadError> {
+/// `model`'s allocations with `tflm`'s `kernels`, from where `tail` stands.
+fn replay(
+    model: &Model,
+    mut tail: Recorder,
+    kernel_path: KernelPath,
+    tflm: Generation,
+) -> Result<Prediction, ReadError> {
     let err = |why: String| ReadError { at: "tail", why };
     let sg = model.subgraphs.first().ok_or_else(|| err("the model has no subgraph".into()))?;
     let tensor = |i: i32| usize::try_from(i).ok().and_then(|i| sg.tensors.get(i));
     let mut kernels = Vec::with_capacity(sg.operators.len());
     for op in &sg.operators {
         let code = model.operator_codes.get(op.opcode_index as usize);
-        let kernel = code.and_then(|c| kernel_of(c, kernel_path));
+        let kernel = code.and_then(|c| kernel_of(c, kernel_path, tflm));
         kernels.push(kernel.ok_or_else(|| err(format!("no known kernel for operator code {code:?}")))?);
     }
     // The firmware's resource variables, made over the allocator before the
@@ -681,7 +812,8 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
     let variables = variables(model).map_err(err)?;
     if variables.handles > 0 {
         tail.persistent_buffer(RESOURCE_VARIABLES.bytes);
-        tail.persistent_buffer(RESOURCE_VARIABLE.bytes * variables.handles);
+        let variable = if tflm == Generation::Tflm2023 { RESOURCE_VARIABLE_2023 } else { RESOURCE_VARIABLE };
+        tail.persistent_buffer(variable.bytes * variables.handles);
     }
     let mut assigned = std::collections::BTreeSet::new();
     for object in [BUILTIN_DATA_ALLOCATOR, SUBGRAPH_ALLOCATIONS] {
@@ -742,14 +874,28 @@ fn replay(model: &Model, mut tail: Recorder, kernel_path: KernelPath) -> Result<
                     tail.persistent_buffer(2 * INT16_TABLE_ENTRIES);
                 }
             }
-            Prepare::Reduce { sums } => {
+            Prepare::Reduce { sums, indices } => {
                 let data = input(0).ok_or_else(|| missing("input"))?;
                 let axis = input(1).ok_or_else(|| missing("axis"))?;
                 if sums && data.kind != FLOAT32 {
                     request(4 * elements(output.ok_or_else(|| missing("output"))?)?);
                 }
-                request(4 * data.shape.len());
-                request(4 * elements(axis)?);
+                if indices {
+                    request(4 * data.shape.len());
+                    request(4 * elements(axis)?);
+                }
+            }
+            Prepare::UnpacksInt4 => {
+                let filter = input(1).ok_or_else(|| missing("filter"))?;
+                if filter.kind == INT4 {
+                    request(elements(filter)?);
+                }
+            }
+            Prepare::InputQuantization => {
+                if input(0).ok_or_else(|| missing("input"))?.kind == INT8 {
+                    tail.persistent_buffer(4 * op.inputs.len());
+                    tail.persistent_buffer(4 * op.inputs.len());
+                }
             }
             Prepare::DimensionIndices => {
                 let rank = input(0).ok_or_else(|| missing("input"))?.shape.len();
@@ -888,20 +1034,20 @@ mod tests {
     }
 
     fn tail(model: &Model) -> usize {
-        predict(model, Allocator::Plain, Planner::Greedy, KernelPath::Reference).unwrap().bytes
+        predict(model, Allocator::Plain, Planner::Greedy, KernelPath::Reference, Generation::Current).unwrap().bytes
     }
 
     #[test]
     fn handles_of_one_shared_name_are_one_variable_with_one_buffer() {
         let (one, two) = (two_handles("state", "state", 1), two_handles("state", "other", 1));
-        assert_eq!(not_predicted(&one, KernelPath::Reference), None);
+        assert_eq!(not_predicted(&one, KernelPath::Reference, Generation::Current), None);
         // The second variable's buffer: the input's 16 bytes.
         assert_eq!(tail(&two) - tail(&one), 16);
     }
 
     #[test]
     fn an_assignment_through_a_handle_no_var_handle_gives_is_not_predicted() {
-        let why = not_predicted(&two_handles("state", "state", 0), KernelPath::Reference).unwrap();
+        let why = not_predicted(&two_handles("state", "state", 0), KernelPath::Reference, Generation::Current).unwrap();
         assert!(why.contains("ASSIGN_VARIABLE at step 2 takes its resource from tensor 0"), "{why}");
     }
 
@@ -909,7 +1055,7 @@ mod tests {
     fn a_handle_without_a_shared_name_is_not_predicted() {
         let mut model = two_handles("state", "state", 1);
         model.subgraphs[0].operators[1].variable = Some([Some("here".into()), None]);
-        let why = not_predicted(&model, KernelPath::Reference).unwrap();
+        let why = not_predicted(&model, KernelPath::Reference, Generation::Current).unwrap();
         assert!(why.contains("VAR_HANDLE at step 1 has no shared name"), "{why}");
     }
 }
