@@ -22,12 +22,15 @@
 //! objects are kept there under a key of those inputs and shared by every
 //! firmware build that uses the same toolchain; a build compiles only the
 //! objects no earlier build left there, and archives its own `libtflm.a`.
+//! A CMSIS-NN build links from the reference library of its core the objects
+//! of the sources that preprocess to the same text in both.
 //! The shim is cached the same way, keyed also by the model's resolver; the
 //! TFLM headers it includes first are precompiled once per flag set (a
 //! shim is compiled per model resolver, and those headers were most of its
 //! compile time), which leaves its object as it is without them.
 
 use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
 use std::env;
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -71,12 +74,14 @@ fn main() {
         fs::read_to_string(generated("hilmem_kernels.txt")).unwrap().lines().map(str::to_owned).collect();
 
     let kernels = needed_kernels(&tree, &registrations).unwrap_or_else(|e| panic!("{e}"));
-    let compiler = configured(cc::Build::new(), &tree, &includes).get_compiler();
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let objects_dir = env::var_os("HILMEM_TFLM_CACHE")
-        .map_or_else(|| out_dir.clone(), PathBuf::from)
-        .join(format!("tflm-{:016x}", toolchain_key(&tree, &compiler)));
-    let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir);
+    let cache = env::var_os("HILMEM_TFLM_CACHE").map_or_else(|| out_dir.clone(), PathBuf::from);
+    let objects_dir = library_dir(&cache, &tree, &includes);
+    let reference = match tree.kernels_set {
+        Kernels::CmsisNn => Reference::of(&tree, arch.as_deref(), &cache),
+        Kernels::Reference => None,
+    };
+    let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir, reference.as_ref());
     archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
     let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
     if recording && !tree.generation.todays_allocator() {
@@ -92,16 +97,27 @@ fn main() {
     println!("cargo:rustc-link-lib=static=tflm_shim");
 
     if bare_metal {
-        link_newlib(&compiler);
+        link_newlib(&configured(cc::Build::new(), &tree, &includes).get_compiler());
     } else {
         println!("cargo:rustc-link-lib=stdc++");
     }
 }
 
+/// The directory in `cache` of the objects compiled from `tree`.
+fn library_dir(cache: &Path, tree: &Tree, includes: &[PathBuf]) -> PathBuf {
+    let compiler = configured(cc::Build::new(), tree, includes).get_compiler();
+    cache.join(format!("tflm-{:016x}", toolchain_key(tree, &compiler)))
+}
+
 /// What every object compiled from `tree` depends on besides its own
 /// source: the target, the compiler and its flags, and the tree's headers.
+/// (A CMSIS-NN library's directory holds links to its reference library's
+/// objects since [`Reference`]; one made before is not used.)
 fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> u64 {
     let mut key = DefaultHasher::new();
+    if tree.kernels_set == Kernels::CmsisNn {
+        "linked from the reference library".hash(&mut key);
+    }
     env::var("TARGET").unwrap().hash(&mut key);
     env::var("OPT_LEVEL").unwrap().hash(&mut key);
     (tree.generation, tree.api, &tree.flags, tree.kernels_set, &tree.cpu).hash(&mut key);
@@ -231,46 +247,162 @@ fn archive(tree: &Tree, includes: &[PathBuf], library: &Path, objects: &[PathBuf
 
 /// The objects of the tree's core sources, of `kernels` and of the kernel
 /// library's (CMSIS-NN's) sources in `objects_dir`, in source path order,
-/// compiled here if missing (kernels and CMSIS-NN at `-O2` on a tree newer
-/// than 2020, as TFLM's own build compiles them). CMSIS-NN is compiled
+/// compiled here if missing (see [`compiled_as`]), or linked from the
+/// `reference` library where it has the same object. CMSIS-NN is compiled
 /// whole, as TFLM's Makefile compiles it (113 C files, seconds); the link
 /// keeps only the functions the model's kernels call.
-fn compile_tflm(tree: &Tree, includes: &[PathBuf], kernels: &[PathBuf], objects_dir: &Path) -> Vec<PathBuf> {
-    let core = &tree.core;
-    fs::create_dir_all(objects_dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
+fn compile_tflm(
+    tree: &Tree,
+    includes: &[PathBuf],
+    kernels: &[PathBuf],
+    objects_dir: &Path,
+    reference: Option<&Reference>,
+) -> Vec<PathBuf> {
     // Builds that share the cache (the standard and the recording image of
     // a run are built side by side) compile its missing objects one at a
     // time: the second finds them made.
-    let lock_path = objects_dir.join(".lock");
-    let lock = fs::File::create(&lock_path).unwrap_or_else(|e| panic!("cannot create {}: {e}", lock_path.display()));
-    lock.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
-    let object = |source: &PathBuf| -> PathBuf {
-        let mut key = DefaultHasher::new();
-        file_stamp(source).hash(&mut key);
-        let stem = source.file_stem().unwrap().to_str().unwrap();
-        objects_dir.join(format!("{stem}-{:016x}.o", key.finish()))
-    };
-    let is_c = |p: &PathBuf| p.extension().is_some_and(|e| e == "c");
-    // The sources in `sources` of one language whose object is missing.
-    let missing = |sources: &[PathBuf], c: bool| -> Vec<(PathBuf, PathBuf)> {
-        sources.iter().filter(|s| is_c(s) == c).map(|s| (s.clone(), object(s))).filter(|(_, o)| !o.exists()).collect()
-    };
-    let kernel_opt = (tree.generation != Generation::Tfmicro2020).then_some(2);
+    let _lock = locked(objects_dir);
+    let mut sources: Vec<&PathBuf> = tree.core.iter().chain(kernels).chain(&tree.third_party_kernels).collect();
+    sources.sort();
+    let objects: Vec<PathBuf> = sources.iter().map(|s| objects_dir.join(object_name(s))).collect();
+    let mut missing: BTreeMap<How, Vec<Job>> = BTreeMap::new();
+    for (source, object) in sources.into_iter().zip(&objects).filter(|(_, o)| !o.exists()) {
+        missing.entry(compiled_as(tree, source)).or_default().push((source.clone(), object.clone()));
+    }
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
-    let third_party = &tree.third_party_kernels;
-    for (jobs, cpp, opt) in [
-        ([missing(core, true), missing(kernels, true)].concat(), false, None),
-        (missing(third_party, true), false, kernel_opt),
-        (missing(core, false), true, None),
-        (missing(kernels, false), true, kernel_opt),
-    ] {
+    for ((cpp, opt), jobs) in missing {
+        let build = build_for(tree, includes, cpp, opt);
+        let jobs = match reference {
+            Some(reference) => reference.share(&build, (cpp, opt), jobs),
+            None => jobs,
+        };
         if !jobs.is_empty() {
-            compile_to(build_for(tree, includes, cpp, opt), &jobs, &scratch);
+            compile_to(build, &jobs, &scratch);
         }
     }
-    let mut sources: Vec<&PathBuf> = core.iter().chain(kernels).chain(third_party).collect();
-    sources.sort();
-    sources.into_iter().map(object).collect()
+    objects
+}
+
+/// A source and the object it is compiled to.
+type Job = (PathBuf, PathBuf);
+
+/// How a source is compiled: as C++ or not, and at which optimisation level.
+type How = (bool, Option<u32>);
+
+/// How `tree`'s library compiles `source`: as C++ or not, and at which
+/// optimisation level (None: the cargo profile's). Kernels and the kernel
+/// library are compiled at `-O2` on a tree newer than 2020, as TFLM's own
+/// build compiles them (its `KERNEL_` and `THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL`).
+fn compiled_as(tree: &Tree, source: &PathBuf) -> How {
+    let cpp = source.extension().is_none_or(|e| e != "c");
+    let kernel = tree.kernels.contains(source) || tree.third_party_kernels.contains(source);
+    let opt = (kernel && tree.generation != Generation::Tfmicro2020).then_some(2);
+    (cpp, opt)
+}
+
+/// An object's file name: its source's, under a key of that source's path,
+/// size and time. (The directory says the rest: [`toolchain_key`].)
+fn object_name(source: &Path) -> String {
+    let mut key = DefaultHasher::new();
+    file_stamp(source).hash(&mut key);
+    format!("{}-{:016x}.o", source.file_stem().unwrap().to_str().unwrap(), key.finish())
+}
+
+/// `dir`, created if missing, held by this build until the lock returned
+/// is dropped.
+fn locked(dir: &Path) -> fs::File {
+    fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    let path = dir.join(".lock");
+    let lock = fs::File::create(&path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+    lock.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
+    lock
+}
+
+/// The reference library of a CMSIS-NN build's tree and core. Most of
+/// TFLM's sources (all but the kernels CMSIS-NN replaces and the few that
+/// test `CMSIS_NN`) preprocess to the same text in both builds; compiled
+/// with the same flags, such a source is the same object, which a CMSIS-NN
+/// library links from the reference library's directory rather than
+/// compiling it again (61 of the 73 C++ objects of the example models'
+/// library on each core; the others are CMSIS-NN's six kernels, their
+/// reference helpers and the profiler).
+struct Reference {
+    tree: Tree,
+    includes: Vec<PathBuf>,
+    dir: PathBuf,
+}
+
+impl Reference {
+    /// The reference library of `tree`'s root for the core `arch`, in the
+    /// cache directory `cache`; None if the tree cannot be built so.
+    fn of(tree: &Tree, arch: Option<&str>, cache: &Path) -> Option<Reference> {
+        let tree = Tree::built(&tree.root, Kernels::Reference, arch).ok()?;
+        let includes = tree.include_dirs();
+        let dir = library_dir(cache, &tree, &includes);
+        Some(Reference { tree, includes, dir })
+    }
+
+    /// Of `jobs` (sources and their objects, to be compiled by `build`, as
+    /// `how`: [`compiled_as`]), links those this library compiles to the same object, from
+    /// this library's directory, compiling there what it lacks; returns the
+    /// others. A source is the same object where this library compiles it
+    /// the same way, with the same compiler and flags, and the preprocessor
+    /// makes the same text of it with each library's defines and include
+    /// directories.
+    fn share(&self, build: &cc::Build, how: How, jobs: Vec<Job>) -> Vec<Job> {
+        let theirs = build_for(&self.tree, &self.includes, how.0, how.1);
+        if compiled_args(build) != compiled_args(&theirs) {
+            return jobs;
+        }
+        let in_library = |s: &PathBuf| {
+            (self.tree.core.contains(s) || self.tree.kernels.contains(s)) && compiled_as(&self.tree, s) == how
+        };
+        let text = |build: &cc::Build, source: &PathBuf| build.clone().file(source).try_expand().ok();
+        let same = |(source, _): &Job| {
+            in_library(source) && text(build, source).is_some_and(|ours| text(&theirs, source) == Some(ours))
+        };
+        // A preprocessing is a few percent of a compile; side by side.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let verdicts: Vec<bool> = std::thread::scope(|s| {
+            let chunks: Vec<_> = jobs
+                .chunks(jobs.len().div_ceil(threads))
+                .map(|chunk| s.spawn(move || chunk.iter().map(same).collect::<Vec<_>>()))
+                .collect();
+            chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
+        });
+        let (shared, own): (Vec<_>, Vec<_>) = jobs.into_iter().zip(verdicts).partition(|(_, same)| *same);
+        if !shared.is_empty() {
+            let _lock = locked(&self.dir);
+            let theirs_of = |source: &PathBuf| self.dir.join(object_name(source));
+            let missing: Vec<Job> =
+                shared.iter().map(|((s, _), _)| (s.clone(), theirs_of(s))).filter(|(_, o)| !o.exists()).collect();
+            if !missing.is_empty() {
+                compile_to(theirs, &missing, &self.dir.join(format!("partial-{}", std::process::id())));
+            }
+            for ((source, object), _) in &shared {
+                fs::hard_link(theirs_of(source), object).unwrap_or_else(|e| {
+                    panic!("cannot link {} as {}: {e}", theirs_of(source).display(), object.display())
+                });
+            }
+        }
+        own.into_iter().map(|(job, _)| job).collect()
+    }
+}
+
+/// What `build` gives the compiler besides the preprocessor's defines and
+/// include directories: the compiler, and the flags that make the object.
+fn compiled_args(build: &cc::Build) -> Vec<std::ffi::OsString> {
+    let compiler = build.get_compiler();
+    let mut kept = vec![compiler.path().as_os_str().to_owned()];
+    let mut args = compiler.args().iter();
+    while let Some(arg) = args.next() {
+        if arg == "-I" {
+            args.next();
+        } else if !arg.to_string_lossy().starts_with("-D") {
+            kept.push(arg.clone());
+        }
+    }
+    kept
 }
 
 /// A build of the tree's C++ (with its C++ flags), or of its C (with its C
@@ -289,7 +421,7 @@ fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool, opt: Option<u32>) -> 
 
 /// Compiles each source of `jobs` to its object: in `scratch`, then renamed
 /// into place, so an object in the cache is complete or absent.
-fn compile_to(mut build: cc::Build, jobs: &[(PathBuf, PathBuf)], scratch: &Path) {
+fn compile_to(mut build: cc::Build, jobs: &[Job], scratch: &Path) {
     build.files(jobs.iter().map(|(source, _)| source)).out_dir(scratch).cargo_metadata(false);
     for ((_, object), compiled) in jobs.iter().zip(build.compile_intermediates()) {
         fs::rename(&compiled, object)

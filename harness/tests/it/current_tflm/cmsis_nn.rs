@@ -3,7 +3,12 @@
 //! and the CMSIS-NN downloads beside it, for each emulated Cortex-M core
 //! with that core's own compiler flags: every example model answers right,
 //! TFLM's own account of the arena adds up, and the analyzer predicts the
-//! arena exactly.
+//! arena exactly; what CMSIS-NN does not change is compiled once, for the
+//! reference library of the core.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::SystemTime;
 
 use harness::model::tree::{cpu_flags, cpu_flags_in_makefile};
 use harness::run::measurement::{metric, Measurement, BUILD, SINGLE_FRAME};
@@ -29,6 +34,7 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = runtime.dir().map(|d| d.display().to_string());
     options.kernels = Some(Kernels::CmsisNn);
+    let started = SystemTime::now();
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(results.failed.is_empty(), "{:#?}", results.failed);
     assert!(results.images.iter().all(|i| i.kernels == "cmsis-nn"), "{:?}", results.images);
@@ -64,6 +70,27 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
         (772, 916),
         "TFLM's own CMSIS-NN build of 90b983c reports these; is the checkout another commit?"
     );
+    // Each core's CMSIS-NN library (the directories of the cache these
+    // builds locked) links the objects of the sources that preprocess to the
+    // same text with CMSIS-NN's defines and includes, such as the
+    // interpreter's, from the reference library of that core; it compiles
+    // its own of a source that tests `CMSIS_NN`, the profiler's.
+    let links = |library: &Path, stem: &str| -> Vec<u64> {
+        let objects = std::fs::read_dir(library).unwrap().map(|e| e.unwrap());
+        let named = objects.filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{stem}-")));
+        named.map(|e| e.metadata().unwrap().nlink()).collect()
+    };
+    let libraries: Vec<_> = std::fs::read_dir(ws().tflm_cache())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|dir| std::fs::metadata(dir.join(".lock")).is_ok_and(|m| m.modified().unwrap() >= started))
+        .filter(|dir| !links(dir, "arm_convolve_s8").is_empty())
+        .collect();
+    assert_eq!(libraries.len(), CORES.len(), "{libraries:?}");
+    for library in &libraries {
+        assert_eq!(links(library, "micro_interpreter"), [2], "{}", library.display());
+        assert_eq!(links(library, "micro_profiler"), [1], "{}", library.display());
+    }
 }
 
 /// Where CMSIS-NN cannot be built, the model is refused before anything is
