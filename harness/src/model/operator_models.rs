@@ -242,6 +242,33 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
         operands.extend(vec![Operand::Absent; 4]);
         operands
     };
+    // The same on a batch of 2, 3 cells and 2 inputs (the input weights 1,
+    // the forget gate's -20), with an input gate or, with `cifg`, without
+    // one (its weights and bias absent: the gate is the forget gate's
+    // complement).
+    let lstm_batch = |cifg: bool| {
+        let weight = |w: f32| floats(&[3, 2], &[w; 6]);
+        let (recurrent, bias) = (|| floats(&[3, 3], &[0.0; 9]), || floats(&[3], &[0.0; 3]));
+        let gate = |operand: Operand| if cifg { Operand::Absent } else { operand };
+        let mut operands = vec![Operand::Input, gate(weight(1.0)), weight(-20.0), weight(1.0), weight(1.0)];
+        operands.extend([gate(recurrent()), recurrent(), recurrent(), recurrent()]);
+        operands.extend(vec![Operand::Absent; 3]);
+        operands.extend([gate(bias()), bias(), bias(), bias()]);
+        operands.extend(vec![Operand::Absent; 2]);
+        operands.extend([Operand::Variable(&[2, 3]), Operand::Variable(&[2, 3])]);
+        operands.extend(vec![Operand::Absent; 4]);
+        operands
+    };
+    let lstm_batch_of = |operands| {
+        OneOperator {
+            input: &[2, 1, 2],
+            operands,
+            outputs: vec![&[2, 1, 3]],
+            options: (71, vec![(0, Byte(4))]),
+            ..OneOperator::float(44, 0, &SHAPE)
+        }
+        .write()
+    };
     let against = || Some(floats(&SHAPE, &[4.0, 2.0, 1.0, 3.0]));
     let input = || Operand::Input;
     let last_axis = || int32s(&[1], &[1]);
@@ -494,6 +521,8 @@ pub fn operator_models() -> Vec<(String, Vec<u8>)> {
             }
             .write(),
         ),
+        ("unidirectional_sequence_lstm_batch_float", lstm_batch_of(lstm_batch(false))),
+        ("unidirectional_sequence_lstm_cifg_float", lstm_batch_of(lstm_batch(true))),
         // SOFTMAX (SoftmaxOptions: beta 1) with an int16 output, at the
         // scales and zero points the kernel requires: from int16 (output
         // 1/32768), for which its Prepare builds two lookup tables, and from

@@ -223,25 +223,26 @@ fn the_operator_models_are_what_their_generator_writes() {
         assert!(std::fs::read(&path).is_ok_and(|on_disk| on_disk == *bytes), "{} is stale; bless it", path.display());
         assert!(file.models.iter().any(|m| m.file == path), "{}: no model of hil.toml runs it", path.display());
     }
-    let models: Vec<&str> = file.models.iter().filter(|m| m.set.is_none()).map(|m| m.name.as_str()).collect();
-    assert_eq!(models.len(), generated.len(), "a model of {} that the generator does not write", dir.display());
-    // The set the test on a current TFLM runs holds every one of them.
-    let every = file.models.iter().find(|m| m.name == EVERY_OPERATOR).and_then(|m| m.set.as_ref());
-    let held: Vec<&str> = every.expect(EVERY_OPERATOR).models.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(held, models, "the set {EVERY_OPERATOR} holds every model of {}, in order", dir.display());
-    // The 2023 generation's set: those it predicts.
-    let of_2023: Vec<&str> = file
-        .models
-        .iter()
-        .filter(|m| m.set.is_none())
-        .filter(|m| {
-            current::not_predicted(&m.parse().unwrap().parsed, KernelPath::Reference, Generation::Tflm2023).is_none()
-        })
-        .map(|m| m.name.as_str())
-        .collect();
-    let set = file.models.iter().find(|m| m.name == EVERY_OPERATOR_2023).and_then(|m| m.set.as_ref());
-    let held: Vec<&str> = set.expect(EVERY_OPERATOR_2023).models.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(held, of_2023, "the set {EVERY_OPERATOR_2023} holds the models the 2023 generation is predicted for");
+    let models = file.models.iter().filter(|m| m.set.is_none());
+    assert_eq!(
+        models.clone().count(),
+        generated.len(),
+        "a model of {} that the generator does not write",
+        dir.display()
+    );
+    // The sets the tests on a current and a 2023 TFLM run hold every model
+    // the analyzer predicts on that generation, in order: all but the CIFG
+    // LSTM today, which today's TFLM does not load.
+    for (name, tflm) in [(EVERY_OPERATOR, Generation::Current), (EVERY_OPERATOR_2023, Generation::Tflm2023)] {
+        let predicted: Vec<&str> = models
+            .clone()
+            .filter(|m| current::not_predicted(&m.parse().unwrap().parsed, KernelPath::Reference, tflm).is_none())
+            .map(|m| m.name.as_str())
+            .collect();
+        let set = file.models.iter().find(|m| m.name == name).and_then(|m| m.set.as_ref());
+        let held: Vec<&str> = set.expect(name).models.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(held, predicted, "the set {name} holds the models {tflm} is predicted for");
+    }
 }
 
 /// The branching example model is what its generator writes (rewrite it

@@ -24,7 +24,9 @@ use std::collections::BTreeMap;
 use super::cmsis_nn::{self, KernelPath};
 use super::{layout, private, Layout, Tail};
 use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
-use crate::model::tflite::{self, Model, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8, VAR_HANDLE};
+use crate::model::tflite::{
+    self, Model, Operator, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8, VAR_HANDLE,
+};
 use crate::model::tree::Generation;
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
@@ -46,9 +48,11 @@ const RESOURCE_VARIABLE: Layout = layout("tflite::MicroResourceVariables::MicroR
 /// A variable of 2023, before its default value.
 const RESOURCE_VARIABLE_2023: Layout = layout("tflite::MicroResourceVariables::MicroResourceVariable", 16, 4);
 
-/// The builtin codes of the resource-variable operators besides VAR_HANDLE.
+/// The builtin codes of the resource-variable operators besides VAR_HANDLE,
+/// and of the LSTM.
 const READ_VARIABLE: i32 = 143;
 const ASSIGN_VARIABLE: i32 = 144;
+const UNIDIRECTIONAL_SEQUENCE_LSTM: i32 = 44;
 
 /// What `Prepare` allocates, beyond what `Init` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +91,11 @@ enum Prepare {
     /// elements (the output state's, input 18) of the cell state's type
     /// (input 19).
     Lstm,
+    /// UNIDIRECTIONAL_SEQUENCE_LSTM of 2023, for a float input: one scratch
+    /// buffer of the gates' values, batch × cells (the cell state's
+    /// elements, input 19) × 4 gates (3 without input-to-input weights,
+    /// input 1: CIFG) floats.
+    Lstm2023,
     /// BATCH_MATMUL: for an int8 or int16 input its quantization data; for
     /// each operand its kernel transposes (the left one with `adj_x`, the
     /// right one without `adj_y`), a `TfLiteEvalTensor`, its dims and a copy
@@ -434,6 +443,17 @@ pub const KERNELS_2023: &[Kernel] = &[
     kernel(34, None, Some(PAD_OP_DATA_2023), Prepare::Nothing),
     kernel(40, Some(REDUCER_PARAMS), Some(OP_DATA_REDUCE_2023), Prepare::Reduce { sums: true, indices: false }),
     kernel(
+        44,
+        Some(layout("TfLiteUnidirectionalSequenceLSTMParams", 16, 4)),
+        Some(private(
+            "tensorflow/lite/micro/kernels/unidirectional_sequence_lstm.cc",
+            "tflite::UnidirectionalSequenceLstmOpData",
+            384,
+            4,
+        )),
+        Prepare::Lstm2023,
+    ),
+    kernel(
         45,
         Some(layout("TfLiteStridedSliceParams", 20, 4)),
         Some(layout("tflite::StridedSliceParams", 84, 4)),
@@ -477,16 +497,8 @@ pub const ABSENT_2023: &[i32] = &[7, 89, 105, 126, 140, 151];
 /// Every builtin operator the 2023 generation's resolver registers
 /// (tflite-micro 0c425da36) whose kernel the prediction does not know, and
 /// why.
-pub const NOT_PREDICTED_2023: &[(&str, &str)] = &[
-    ("CALL_ONCE", OTHER_SUBGRAPHS),
-    ("IF", OTHER_SUBGRAPHS),
-    (
-        "UNIDIRECTIONAL_SEQUENCE_LSTM",
-        "its kernel of 2023 is TFLM's LSTM before the rewrite of that year, whose allocations the table does not \
-         hold",
-    ),
-    ("WHILE", OTHER_SUBGRAPHS),
-];
+pub const NOT_PREDICTED_2023: &[(&str, &str)] =
+    &[("CALL_ONCE", OTHER_SUBGRAPHS), ("IF", OTHER_SUBGRAPHS), ("WHILE", OTHER_SUBGRAPHS)];
 
 /// The operators `tflm`'s resolver registers that the prediction does not
 /// know, and why.
@@ -686,6 +698,9 @@ pub fn not_predicted(model: &Model, kernels: KernelPath, tflm: Generation) -> Op
     if tflm == Generation::Tflm2023 && kernels != KernelPath::Reference {
         return Some("the table of the 2023 generation holds TFLM's reference kernels only".into());
     }
+    if let Some(why) = lstm_unpredicted(model, tflm) {
+        return Some(why);
+    }
     if let KernelPath::CmsisNn(path) = kernels {
         if let Some(why) = cmsis_nn::unmodelled(model, path) {
             return Some(why);
@@ -720,6 +735,40 @@ pub fn not_predicted(model: &Model, kernels: KernelPath, tflm: Generation) -> Op
 struct Variables {
     of_handle: BTreeMap<i32, usize>,
     handles: usize,
+}
+
+/// Why the UNIDIRECTIONAL_SEQUENCE_LSTMs of `model`'s first subgraph are
+/// not predicted on `tflm`, if they are not: today's kernel loads only the
+/// LSTM with every gate's weights and biases and without peepholes or
+/// projection (`LstmTensors` in `lstm_eval.cc` fails its Prepare on any
+/// other); the 2023 generation's is predicted for a float input only.
+fn lstm_unpredicted(model: &Model, tflm: Generation) -> Option<String> {
+    let sg = model.subgraphs.first()?;
+    let lstms = sg.operators.iter().filter(|op| {
+        let code = model.operator_codes.get(op.opcode_index as usize).filter(|c| c.custom.is_none());
+        code.is_some_and(|c| c.builtin == UNIDIRECTIONAL_SEQUENCE_LSTM)
+    });
+    let given = |op: &Operator, i: usize| op.inputs.get(i).is_some_and(|&t| t >= 0);
+    for op in lstms {
+        if tflm == Generation::Tflm2023 {
+            let input = op.inputs.first().and_then(|&t| usize::try_from(t).ok()).and_then(|t| sg.tensors.get(t));
+            if input.is_none_or(|t| t.kind != FLOAT32) {
+                return Some(
+                    "the 2023 generation's UNIDIRECTIONAL_SEQUENCE_LSTM is predicted for a float input only (its \
+                     integer path's allocations are not in the table)"
+                        .into(),
+                );
+            }
+        } else if (1..=8).chain(12..=15).any(|i| !given(op, i)) || (9..=11).chain(16..=17).any(|i| given(op, i)) {
+            return Some(
+                "today's UNIDIRECTIONAL_SEQUENCE_LSTM kernel loads only an LSTM with every gate's weights and \
+                 biases and no peephole or projection, and fails at Prepare on this one (CIFG, peepholes or a \
+                 projection)"
+                    .into(),
+            );
+        }
+    }
+    None
 }
 
 /// The resource variables of `model`'s first subgraph, or why TFLM's
@@ -954,6 +1003,11 @@ fn replay(
                     request(elements(state)? * size);
                 }
             }
+            Prepare::Lstm2023 => {
+                let cell = input(19).ok_or_else(|| missing("cell state"))?;
+                let gates = if input(1).is_some() { 4 } else { 3 };
+                request(elements(cell)? * gates * 4);
+            }
             Prepare::AssignVariable => {
                 let handle = op.inputs.first().and_then(|h| variables.of_handle.get(h));
                 if assigned.insert(*handle.ok_or_else(|| missing("resource handle"))?) {
@@ -1010,7 +1064,7 @@ fn elements(t: &Tensor) -> Result<usize, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tflite::{Operator, Subgraph, RESOURCE};
+    use crate::model::tflite::{Subgraph, RESOURCE};
 
     /// Two handles named `first` and `second` (shared names; no
     /// container), the input assigned through each (through `assign_from`
