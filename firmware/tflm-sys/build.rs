@@ -365,7 +365,7 @@ impl Reference {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let verdicts: Vec<bool> = std::thread::scope(|s| {
             let chunks: Vec<_> = jobs
-                .chunks(jobs.len().div_ceil(threads))
+                .chunks(jobs.len().div_ceil(threads).max(1))
                 .map(|chunk| s.spawn(move || chunk.iter().map(same).collect::<Vec<_>>()))
                 .collect();
             chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
