@@ -39,7 +39,24 @@ use std::process::Command;
 
 include!("tree.rs");
 
+/// What went wrong, as the user reads it: the tree, the step and the file.
+type Failure = String;
+
 fn main() {
+    // A failure ends the script with an error, not a panic: cargo shows what
+    // the script printed, this line last.
+    if let Err(failure) = build() {
+        eprintln!("error: {failure}");
+        std::process::exit(1);
+    }
+}
+
+/// A variable cargo or the harness sets for the build script.
+fn var(name: &str, why: &str) -> Result<String, Failure> {
+    env::var(name).map_err(|_| format!("{name} is not set: {why}"))
+}
+
+fn build() -> Result<(), Failure> {
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_DIR");
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_CACHE");
     println!("cargo:rerun-if-env-changed=HILMEM_BUILD_CONFIG");
@@ -49,90 +66,96 @@ fn main() {
     println!("cargo:rerun-if-changed={SHIM_HEADER}");
     println!("cargo:rerun-if-changed=tree.rs");
 
-    let bare_metal = env::var("CARGO_CFG_TARGET_OS").unwrap() == "none";
-    let kernels = env::var("HILMEM_TFLM_KERNELS").map_or(Kernels::Reference, |name| {
-        Kernels::named(&name).unwrap_or_else(|| panic!("HILMEM_TFLM_KERNELS: `{name}` is not a kernel set"))
-    });
-    let arch = bare_metal.then(|| {
-        env::var("HILMEM_TFLM_ARCH").expect("HILMEM_TFLM_ARCH is not set: the harness names the board's core")
-    });
-    let tree = tflm_tree(kernels, arch.as_deref());
+    let bare_metal = var("CARGO_CFG_TARGET_OS", "cargo sets it")? == "none";
+    let kernels = match env::var("HILMEM_TFLM_KERNELS") {
+        Ok(name) => Kernels::named(&name).ok_or(format!("HILMEM_TFLM_KERNELS: `{name}` is not a kernel set"))?,
+        Err(_) => Kernels::Reference,
+    };
+    let arch = match bare_metal {
+        true => Some(var("HILMEM_TFLM_ARCH", "the harness names the board's core")?),
+        false => None,
+    };
+    let tree = tflm_tree(kernels, arch.as_deref())?;
     let includes = tree.include_dirs();
-    let config = env::var_os("HILMEM_BUILD_CONFIG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("HILMEM_BUILD_CONFIG is not set: the harness generates the op resolver per model"));
-    let generated = |name: &str| -> PathBuf {
+    let config = PathBuf::from(var("HILMEM_BUILD_CONFIG", "the harness generates the op resolver per model")?);
+    let generated = |name: &str| -> Result<PathBuf, Failure> {
         let path = config.join(name);
         println!("cargo:rerun-if-changed={}", path.display());
-        if !path.is_file() {
-            panic!("{} is missing: the harness writes it with the model's operators", path.display());
+        match path.is_file() {
+            true => Ok(path),
+            false => Err(format!("{} is missing: the harness writes it with the model's operators", path.display())),
         }
-        path
     };
-    let ops = generated("hilmem_ops.h");
+    let ops = generated("hilmem_ops.h")?;
     let registrations: Vec<String> =
-        fs::read_to_string(generated("hilmem_kernels.txt")).unwrap().lines().map(str::to_owned).collect();
+        String::from_utf8_lossy(&read(&generated("hilmem_kernels.txt")?)?).lines().map(str::to_owned).collect();
 
-    let kernels = needed_kernels(&tree, &registrations).unwrap_or_else(|e| panic!("{e}"));
-    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let kernels = needed_kernels(&tree, &registrations)?;
+    let out_dir = PathBuf::from(var("OUT_DIR", "cargo sets it")?);
     let cache = env::var_os("HILMEM_TFLM_CACHE").map_or_else(|| out_dir.clone(), PathBuf::from);
-    let objects_dir = library_dir(&cache, &tree, &includes);
+    let objects_dir = library_dir(&cache, &tree, &includes)?;
     let reference = match tree.kernels_set {
-        Kernels::CmsisNn => Reference::of(&tree, arch.as_deref(), &cache),
+        Kernels::CmsisNn => Reference::of(&tree, arch.as_deref(), &cache)?,
         Kernels::Reference => None,
     };
-    let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir, reference.as_ref());
-    archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects);
+    let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir, reference.as_ref())?;
+    archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects)?;
     let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
     if recording && !tree.generation.todays_allocator() {
-        panic!(
+        return Err(format!(
             "TFLM's recording allocator is built on a TFLM of today's allocator only (from late 2022); {} is not one",
             tree.root.display()
-        );
+        ));
     }
-    let shim = compile_shim(&tree, &includes, &ops, (bare_metal, recording), &objects_dir);
-    archive(&tree, &includes, &out_dir.join("libtflm_shim.a"), &[shim]);
+    let shim = compile_shim(&tree, &includes, &ops, (bare_metal, recording), &objects_dir)?;
+    archive(&tree, &includes, &out_dir.join("libtflm_shim.a"), &[shim])?;
     println!("cargo:rustc-link-search=native={}", out_dir.display());
     println!("cargo:rustc-link-lib=static=tflm");
     println!("cargo:rustc-link-lib=static=tflm_shim");
 
     if bare_metal {
-        link_newlib(&configured(cc::Build::new(), &tree, &includes).get_compiler());
+        link_newlib(&tool(&tree, configured(cc::Build::new(), &tree, &includes)?.try_get_compiler())?)?;
     } else {
         println!("cargo:rustc-link-lib=stdc++");
     }
+    Ok(())
+}
+
+/// A tool of `build`'s, or the error that names the tree it was for.
+fn tool<T>(tree: &Tree, found: Result<T, cc::Error>) -> Result<T, Failure> {
+    found.map_err(|e| format!("{}: no compiler for its library: {e}", tree.root.display()))
 }
 
 /// The directory in `cache` of the objects compiled from `tree`.
-fn library_dir(cache: &Path, tree: &Tree, includes: &[PathBuf]) -> PathBuf {
-    let compiler = configured(cc::Build::new(), tree, includes).get_compiler();
-    cache.join(format!("tflm-{:016x}", toolchain_key(tree, &compiler)))
+fn library_dir(cache: &Path, tree: &Tree, includes: &[PathBuf]) -> Result<PathBuf, Failure> {
+    let compiler = tool(tree, configured(cc::Build::new(), tree, includes)?.try_get_compiler())?;
+    Ok(cache.join(format!("tflm-{:016x}", toolchain_key(tree, &compiler)?)))
 }
 
 /// What every object compiled from `tree` depends on besides its own
 /// source: the target, the compiler and its flags, and the tree's headers.
 /// (A CMSIS-NN library's directory holds links to its reference library's
 /// objects since [`Reference`]; one made before is not used.)
-fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> u64 {
+fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> Result<u64, Failure> {
     let mut key = DefaultHasher::new();
     if tree.kernels_set == Kernels::CmsisNn {
         "linked from the reference library".hash(&mut key);
     }
-    env::var("TARGET").unwrap().hash(&mut key);
-    env::var("OPT_LEVEL").unwrap().hash(&mut key);
-    (tree.generation, tree.api, &tree.flags, tree.kernels_set, &tree.cpu).hash(&mut key);
+    var("TARGET", "cargo sets it")?.hash(&mut key);
+    var("OPT_LEVEL", "cargo sets it")?.hash(&mut key);
+    (tree.generation, &tree.api, &tree.flags, tree.kernels_set, &tree.cpu).hash(&mut key);
     compiler.path().hash(&mut key);
     compiler.args().hash(&mut key);
-    for header in tree.headers() {
+    for header in tree.headers().map_err(|why| format!("{}: {why}", tree.root.display()))? {
         file_stamp(&header).hash(&mut key);
     }
-    key.finish()
+    Ok(key.finish())
 }
 
 /// A build with the tree's includes, flags and defines, for its core: on
 /// bare metal the core's flags replace the cc crate's defaults for the Rust
 /// target (which name an architecture, not the core).
-fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Build {
+fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> Result<cc::Build, Failure> {
     build.includes(includes).flag("-w").warnings(false);
     if tree.cpu.is_empty() {
         // On the host the cargo profile's debug info would add `-g`, which
@@ -149,22 +172,28 @@ fn configured(mut build: cc::Build, tree: &Tree, includes: &[PathBuf]) -> cc::Bu
     // __FILE__): make them independent of where the tree lives, so the same
     // sources give the same image on every machine.
     build.flag(format!("-ffile-prefix-map={}=tflm", tree.root.display()));
-    build.flag(format!("-ffile-prefix-map={}=tflm-sys", env::var("CARGO_MANIFEST_DIR").unwrap()));
-    build
+    build.flag(format!("-ffile-prefix-map={}=tflm-sys", var("CARGO_MANIFEST_DIR", "cargo sets it")?));
+    Ok(build)
 }
 
 /// The shim compiled against `tree` with the model's resolver (`ops`), for
 /// bare metal or not and over the recording allocator or not (`build`): an
 /// object in `objects_dir` under a key of the shim's and the resolver's
 /// text, so switching back to a model built before compiles nothing.
-fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, bool), objects_dir: &Path) -> PathBuf {
+fn compile_shim(
+    tree: &Tree,
+    includes: &[PathBuf],
+    ops: &Path,
+    build: (bool, bool),
+    objects_dir: &Path,
+) -> Result<PathBuf, Failure> {
     let (bare_metal, recording) = build;
     let source = PathBuf::from("shim/shim.cc");
     let mut key = DefaultHasher::new();
-    (read(&source), read(Path::new(SHIM_HEADER)), read(ops), bare_metal, recording).hash(&mut key);
+    (read(&source)?, read(Path::new(SHIM_HEADER))?, read(ops)?, bare_metal, recording).hash(&mut key);
     let object = objects_dir.join(format!("shim-{:016x}.o", key.finish()));
     if !object.exists() {
-        let mut shim = build_for(tree, includes, true, None);
+        let mut shim = build_for(tree, includes, true, None)?;
         if bare_metal {
             shim.define("HILMEM_BARE_METAL", None);
         }
@@ -175,15 +204,17 @@ fn compile_shim(tree: &Tree, includes: &[PathBuf], ops: &Path, build: (bool, boo
         if recording {
             shim.define("HILMEM_TFLM_RECORDING", None);
         }
-        let header = precompiled_header(&mut shim, objects_dir);
-        shim.flag("-include").flag(header.display().to_string()).include(ops.parent().unwrap());
-        compile_to(
-            shim,
-            &[(source, object.clone())],
-            &objects_dir.join(format!("partial-shim-{}", std::process::id())),
-        );
+        let header = precompiled_header(tree, &mut shim, objects_dir)?;
+        shim.flag("-include").flag(header.display().to_string()).include(&config_dir(ops));
+        let scratch = objects_dir.join(format!("partial-shim-{}", std::process::id()));
+        compile_to(tree, "the shim over its API", shim, &[(source, object.clone())], &scratch)?;
     }
-    object
+    Ok(object)
+}
+
+/// The directory of the harness's build configuration, where `ops` is.
+fn config_dir(ops: &Path) -> PathBuf {
+    ops.parent().map_or_else(PathBuf::new, Path::to_owned)
 }
 
 /// The TFLM headers the shim includes first (`shim/shim_tflm.h`).
@@ -197,52 +228,74 @@ const SHIM_HEADER: &str = "shim/shim_tflm.h";
 /// costs its parse once per toolchain and variant, not once per model; the
 /// object is the one compiled without it, since `shim.cc` includes the
 /// same header first (its guard makes that a no-op).
-fn precompiled_header(shim: &mut cc::Build, objects_dir: &Path) -> PathBuf {
-    let text = read(Path::new(SHIM_HEADER));
+fn precompiled_header(tree: &Tree, shim: &mut cc::Build, objects_dir: &Path) -> Result<PathBuf, Failure> {
+    let text = read(Path::new(SHIM_HEADER))?;
+    let compiler = tool(tree, shim.try_get_compiler())?;
     let mut key = DefaultHasher::new();
-    (&text, shim.get_compiler().args()).hash(&mut key);
+    (&text, compiler.args()).hash(&mut key);
     let dir = objects_dir.join(format!("pch-{:016x}", key.finish()));
     shim.flag(format!("-ffile-prefix-map={}=tflm-sys/shim", dir.display()));
     let header = dir.join("shim_tflm.h");
     let precompiled = dir.join("shim_tflm.h.gch");
     if !precompiled.exists() {
-        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        create_dir(&dir)?;
         // Made under names of this process's, then renamed: builds that
         // make the same header side by side each leave a whole one.
         let partial = |path: &Path| path.with_extension(format!("partial-{}", std::process::id()));
-        fs::write(partial(&header), &text).unwrap_or_else(|e| panic!("cannot write {}: {e}", header.display()));
-        fs::rename(partial(&header), &header).unwrap_or_else(|e| panic!("cannot store {}: {e}", header.display()));
-        let status = shim
-            .get_compiler()
+        fs::write(partial(&header), &text).map_err(|e| format!("cannot write {}: {e}", header.display()))?;
+        rename(&partial(&header), &header)?;
+        let compiler = tool(tree, shim.try_get_compiler())?;
+        let output = compiler
             .to_command()
             .args(["-x", "c++-header"])
             .arg(&header)
             .arg("-o")
             .arg(partial(&precompiled))
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run the compiler on {}: {e}", header.display()));
-        assert!(status.success(), "the compiler failed on {}", header.display());
-        fs::rename(partial(&precompiled), &precompiled)
-            .unwrap_or_else(|e| panic!("cannot store {}: {e}", precompiled.display()));
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", compiler.path().display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "{}: precompiling the shim's TFLM headers ({SHIM_HEADER}) failed:\n{}",
+                tree.root.display(),
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            ));
+        }
+        rename(&partial(&precompiled), &precompiled)?;
     }
-    header
+    Ok(header)
 }
 
-fn read(file: &Path) -> Vec<u8> {
-    fs::read(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()))
+fn read(file: &Path) -> Result<Vec<u8>, Failure> {
+    fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+}
+
+fn create_dir(dir: &Path) -> Result<(), Failure> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), Failure> {
+    fs::rename(from, to).map_err(|e| format!("cannot store {} as {}: {e}", from.display(), to.display()))
 }
 
 /// A static library of `objects`, in their order.
-fn archive(tree: &Tree, includes: &[PathBuf], library: &Path, objects: &[PathBuf]) {
+fn archive(tree: &Tree, includes: &[PathBuf], library: &Path, objects: &[PathBuf]) -> Result<(), Failure> {
     let _ = fs::remove_file(library);
-    let status = configured(cc::Build::new(), tree, includes)
-        .get_archiver()
+    let mut archiver = tool(tree, configured(cc::Build::new(), tree, includes)?.try_get_archiver())?;
+    let output = archiver
         .arg("crs")
         .arg(library)
         .args(objects)
-        .status()
-        .expect("cannot run the archiver");
-    assert!(status.success(), "the archiver failed on {}", library.display());
+        .output()
+        .map_err(|e| format!("cannot run the archiver for {}: {e}", library.display()))?;
+    match output.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "{}: archiving {} failed:\n{}",
+            tree.root.display(),
+            library.display(),
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )),
+    }
 }
 
 /// The objects of the tree's core sources, of `kernels` and of the kernel
@@ -257,11 +310,11 @@ fn compile_tflm(
     kernels: &[PathBuf],
     objects_dir: &Path,
     reference: Option<&Reference>,
-) -> Vec<PathBuf> {
+) -> Result<Vec<PathBuf>, Failure> {
     // Builds that share the cache (the standard and the recording image of
     // a run are built side by side) compile its missing objects one at a
     // time: the second finds them made.
-    let _lock = locked(objects_dir);
+    let _lock = locked(objects_dir)?;
     let mut sources: Vec<&PathBuf> = tree.core.iter().chain(kernels).chain(&tree.third_party_kernels).collect();
     sources.sort();
     let objects: Vec<PathBuf> = sources.iter().map(|s| objects_dir.join(object_name(s))).collect();
@@ -271,16 +324,16 @@ fn compile_tflm(
     }
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
     for ((cpp, opt), jobs) in missing {
-        let build = build_for(tree, includes, cpp, opt);
+        let build = build_for(tree, includes, cpp, opt)?;
         let jobs = match reference {
-            Some(reference) => reference.share(&build, (cpp, opt), jobs),
+            Some(reference) => reference.share(&build, (cpp, opt), jobs)?,
             None => jobs,
         };
         if !jobs.is_empty() {
-            compile_to(build, &jobs, &scratch);
+            compile_to(tree, "its library", build, &jobs, &scratch)?;
         }
     }
-    objects
+    Ok(objects)
 }
 
 /// A source and the object it is compiled to.
@@ -305,17 +358,18 @@ fn compiled_as(tree: &Tree, source: &PathBuf) -> How {
 fn object_name(source: &Path) -> String {
     let mut key = DefaultHasher::new();
     file_stamp(source).hash(&mut key);
-    format!("{}-{:016x}.o", source.file_stem().unwrap().to_str().unwrap(), key.finish())
+    let stem = source.file_stem().map_or_else(Default::default, |s| s.to_string_lossy());
+    format!("{stem}-{:016x}.o", key.finish())
 }
 
 /// `dir`, created if missing, held by this build until the lock returned
 /// is dropped.
-fn locked(dir: &Path) -> fs::File {
-    fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+fn locked(dir: &Path) -> Result<fs::File, Failure> {
+    create_dir(dir)?;
     let path = dir.join(".lock");
-    let lock = fs::File::create(&path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
-    lock.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
-    lock
+    let lock = fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    lock.lock().map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+    Ok(lock)
 }
 
 /// The reference library of a CMSIS-NN build's tree and core. Most of
@@ -335,11 +389,11 @@ struct Reference {
 impl Reference {
     /// The reference library of `tree`'s root for the core `arch`, in the
     /// cache directory `cache`; None if the tree cannot be built so.
-    fn of(tree: &Tree, arch: Option<&str>, cache: &Path) -> Option<Reference> {
-        let tree = Tree::built(&tree.root, Kernels::Reference, arch).ok()?;
+    fn of(tree: &Tree, arch: Option<&str>, cache: &Path) -> Result<Option<Reference>, Failure> {
+        let Ok(tree) = Tree::built(&tree.root, Kernels::Reference, arch) else { return Ok(None) };
         let includes = tree.include_dirs();
-        let dir = library_dir(cache, &tree, &includes);
-        Some(Reference { tree, includes, dir })
+        let dir = library_dir(cache, &tree, &includes)?;
+        Ok(Some(Reference { tree, includes, dir }))
     }
 
     /// Of `jobs` (sources and their objects, to be compiled by `build`, as
@@ -349,10 +403,10 @@ impl Reference {
     /// the same way, with the same compiler and flags, and the preprocessor
     /// makes the same text of it with each library's defines and include
     /// directories.
-    fn share(&self, build: &cc::Build, how: How, jobs: Vec<Job>) -> Vec<Job> {
-        let theirs = build_for(&self.tree, &self.includes, how.0, how.1);
+    fn share(&self, build: &cc::Build, how: How, jobs: Vec<Job>) -> Result<Vec<Job>, Failure> {
+        let theirs = build_for(&self.tree, &self.includes, how.0, how.1)?;
         if compiled_args(build) != compiled_args(&theirs) {
-            return jobs;
+            return Ok(jobs);
         }
         let in_library = |s: &PathBuf| {
             (self.tree.core.contains(s) || self.tree.kernels.contains(s)) && compiled_as(&self.tree, s) == how
@@ -366,26 +420,28 @@ impl Reference {
         let verdicts: Vec<bool> = std::thread::scope(|s| {
             let chunks: Vec<_> = jobs
                 .chunks(jobs.len().div_ceil(threads).max(1))
-                .map(|chunk| s.spawn(move || chunk.iter().map(same).collect::<Vec<_>>()))
+                .map(|chunk| (chunk.len(), s.spawn(move || chunk.iter().map(same).collect::<Vec<_>>())))
                 .collect();
-            chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
+            // A chunk whose thread failed shares nothing: its sources are
+            // compiled here.
+            chunks.into_iter().flat_map(|(len, c)| c.join().unwrap_or_else(|_| vec![false; len])).collect()
         });
         let (shared, own): (Vec<_>, Vec<_>) = jobs.into_iter().zip(verdicts).partition(|(_, same)| *same);
         if !shared.is_empty() {
-            let _lock = locked(&self.dir);
+            let _lock = locked(&self.dir)?;
             let theirs_of = |source: &PathBuf| self.dir.join(object_name(source));
             let missing: Vec<Job> =
                 shared.iter().map(|((s, _), _)| (s.clone(), theirs_of(s))).filter(|(_, o)| !o.exists()).collect();
             if !missing.is_empty() {
-                compile_to(theirs, &missing, &self.dir.join(format!("partial-{}", std::process::id())));
+                let scratch = self.dir.join(format!("partial-{}", std::process::id()));
+                compile_to(&self.tree, "its reference library", theirs, &missing, &scratch)?;
             }
             for ((source, object), _) in &shared {
-                fs::hard_link(theirs_of(source), object).unwrap_or_else(|e| {
-                    panic!("cannot link {} as {}: {e}", theirs_of(source).display(), object.display())
-                });
+                fs::hard_link(theirs_of(source), object)
+                    .map_err(|e| format!("cannot link {} as {}: {e}", theirs_of(source).display(), object.display()))?;
             }
         }
-        own.into_iter().map(|(job, _)| job).collect()
+        Ok(own.into_iter().map(|(job, _)| job).collect())
     }
 }
 
@@ -407,48 +463,63 @@ fn compiled_args(build: &cc::Build) -> Vec<std::ffi::OsString> {
 
 /// A build of the tree's C++ (with its C++ flags), or of its C (with its C
 /// flags), at optimisation level `opt` (default: the cargo profile's).
-fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool, opt: Option<u32>) -> cc::Build {
-    let mut build = configured(cc::Build::new(), tree, includes);
+fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool, opt: Option<u32>) -> Result<cc::Build, Failure> {
+    let mut build = configured(cc::Build::new(), tree, includes)?;
     build.cpp(cpp);
     // Without the cc crate's defaults the level is not added for us.
-    let level = opt.map_or_else(|| env::var("OPT_LEVEL").unwrap(), |l| l.to_string());
+    let level = match opt {
+        Some(level) => level.to_string(),
+        None => var("OPT_LEVEL", "cargo sets it")?,
+    };
     build.flag(format!("-O{}", if level == "z" { "s" } else { &level }));
     for flag in if cpp { &tree.flags.cxx } else { &tree.flags.c } {
         build.flag(flag);
     }
-    build
+    Ok(build)
 }
 
-/// Compiles each source of `jobs` to its object: in `scratch`, then renamed
-/// into place, so an object in the cache is complete or absent.
-fn compile_to(mut build: cc::Build, jobs: &[Job], scratch: &Path) {
+/// Compiles each source of `jobs` to its object, as part of `what` of
+/// `tree`: in `scratch`, then renamed into place, so an object in the cache
+/// is complete or absent. A failure names the tree, the part and the
+/// compiler's command, which names the source.
+fn compile_to(tree: &Tree, what: &str, mut build: cc::Build, jobs: &[Job], scratch: &Path) -> Result<(), Failure> {
     build.files(jobs.iter().map(|(source, _)| source)).out_dir(scratch).cargo_metadata(false);
-    for ((_, object), compiled) in jobs.iter().zip(build.compile_intermediates()) {
-        fs::rename(&compiled, object)
-            .unwrap_or_else(|e| panic!("cannot store {} as {}: {e}", compiled.display(), object.display()));
+    let compiled = build.try_compile_intermediates().map_err(|e| {
+        let sources = match jobs {
+            [(source, _)] => source.strip_prefix(&tree.root).unwrap_or(source).display().to_string(),
+            _ => format!("{} sources", jobs.len()),
+        };
+        format!("{}: compiling {sources} of {what} failed: {e}", tree.root.display())
+    })?;
+    for ((_, object), compiled) in jobs.iter().zip(compiled) {
+        rename(&compiled, object)?;
     }
     let _ = fs::remove_dir_all(scratch);
+    Ok(())
 }
 
 /// Newlib's libm and libc_nano and libgcc, from the multilib directory that
 /// matches this target's flags.
-fn link_newlib(compiler: &cc::Tool) {
-    let ask = |what: &str| -> PathBuf {
+fn link_newlib(compiler: &cc::Tool) -> Result<(), Failure> {
+    let ask = |what: &str| -> Result<PathBuf, Failure> {
         let out = Command::new(compiler.path())
             .args(compiler.args())
             .arg(format!("-print-{what}"))
             .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", compiler.path().display()));
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+            .map_err(|e| format!("cannot run {}: {e}", compiler.path().display()))?;
+        Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
     };
-    let libm = ask("file-name=libm.a");
-    if !libm.is_absolute() {
-        panic!("{} has no newlib (libm.a not found); install libnewlib-arm-none-eabi", compiler.path().display());
-    }
-    let libgcc = ask("libgcc-file-name");
-    println!("cargo:rustc-link-search=native={}", libm.parent().unwrap().display());
-    println!("cargo:rustc-link-search=native={}", libgcc.parent().unwrap().display());
+    let (libm, libgcc) = (ask("file-name=libm.a")?, ask("libgcc-file-name")?);
+    let (Some(libm_dir), Some(libgcc_dir)) = (libm.parent().filter(|_| libm.is_absolute()), libgcc.parent()) else {
+        return Err(format!(
+            "{} has no newlib (libm.a not found); install libnewlib-arm-none-eabi",
+            compiler.path().display()
+        ));
+    };
+    println!("cargo:rustc-link-search=native={}", libm_dir.display());
+    println!("cargo:rustc-link-search=native={}", libgcc_dir.display());
     println!("cargo:rustc-link-lib=static=m");
     println!("cargo:rustc-link-lib=static=c_nano");
     println!("cargo:rustc-link-lib=static=gcc");
+    Ok(())
 }

@@ -146,108 +146,314 @@ pub fn cpu_flags(arch: &str) -> Result<Vec<String>, String> {
     Ok(flags)
 }
 
-/// The parts of TFLM's API that changed over its history, each read from
-/// the tree's headers; the shim is compiled for exactly these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// The parts of TFLM's API that changed over its history, each found by
+/// what the tree's headers declare (a class, a function, a macro, a
+/// signature), wherever under `tensorflow/` they live: never by a path
+/// known in advance. The shim includes the header that declares each part
+/// it uses and is compiled for the signatures found.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Api {
+    /// The header of each part the shim includes (relative to the tree),
+    /// under the shim's macro for it ([`PARTS`]).
+    pub headers: Vec<(&'static str, String)>,
     /// `DebugLog(const char* format, va_list args)` (else `DebugLog(const
-    /// char* s)`), in `debug_log.h`.
+    /// char* s)`).
     pub debug_log_va_list: bool,
-    /// `micro_log.h` declares `MicroPrintf` (else `micro_error_reporter.h`).
-    pub micro_log: bool,
     /// The interpreter and the allocator take an `ErrorReporter*`.
     pub error_reporter: bool,
-    /// The arena's allocator is `SingleArenaBufferAllocator` (else
-    /// `SimpleMemoryAllocator`).
-    pub single_arena_buffer: bool,
-    /// `MicroAllocator::Create` takes a memory planner: the shim builds the
-    /// allocator itself, can give it the linear planner and share it.
+    /// The arena allocator `MicroAllocator::Create` takes, where it takes
+    /// one (TFLM from 2021 on): the shim then builds it and the allocator
+    /// itself, in the interpreter's order, and reads head and tail from it.
+    pub arena: Option<ArenaAllocator>,
+    /// `MicroAllocator::Create` takes a memory planner: the shim can give it
+    /// the linear planner and share the allocator.
     pub planner_given: bool,
     /// `MicroAllocator::GetDefaultTailUsage` exists.
     pub default_tail_usage: bool,
     /// `MicroInterpreter::GetTensor` hands out evaluation tensors.
     pub eval_tensors: bool,
-    /// `TFLITE_SCHEMA_VERSION` is in `tensorflow/lite/version.h`.
-    pub version_h: bool,
-    /// Where `micro_arena_constants.h` does not say the arena's alignment,
-    /// the `kBufferAlignment` of `micro_allocator.cc` (else 0).
+    /// `MicroInterpreter::tensor(size_t)` hands out any tensor (2020).
+    pub tensor_by_index: bool,
+    /// Where no header declares `MicroArenaBufferAlignment`, the
+    /// `kBufferAlignment` of the allocator's source (else 0).
     pub buffer_alignment: u32,
 }
 
-impl Api {
-    /// The API the headers of the tree at `root` declare.
-    fn of(root: &Path) -> Result<Api, String> {
+/// The class that allocates from the arena's two ends, as its header
+/// declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArenaAllocator {
+    /// `SingleArenaBufferAllocator`, named `SimpleMemoryAllocator` until
+    /// 2022-07.
+    pub class: String,
+    /// Its `Create` takes an `ErrorReporter*` and no plain arena.
+    pub create_with_reporter: bool,
+    /// It allocates the tail with `AllocatePersistentBuffer` (else
+    /// `AllocateFromTail`).
+    pub persistent_buffer: bool,
+    /// It says its use as `GetNonPersistentUsedBytes` and
+    /// `GetPersistentUsedBytes` (else `GetHeadUsedBytes` and
+    /// `GetTailUsedBytes`).
+    pub persistent_usage: bool,
+}
+
+/// What a header declares, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Declares<'a> {
+    /// `class NAME` or `struct NAME` with its body (not a forward
+    /// declaration).
+    Class(&'a str),
+    /// A function `NAME(` after its return type.
+    Function(&'a str),
+    /// `#define NAME`.
+    Macro(&'a str),
+}
+
+impl Declares<'_> {
+    /// Whether `text` (a header) declares it.
+    fn within(self, text: &str) -> bool {
+        text.lines().map(str::trim).any(|line| match self {
+            Declares::Class(name) => {
+                let Some(rest) = line.strip_prefix("class ").or_else(|| line.strip_prefix("struct ")) else {
+                    return false;
+                };
+                rest.trim_start().strip_prefix(name).is_some_and(|after| {
+                    let after = after.trim();
+                    after.is_empty() || after.starts_with([':', '{']) || after.starts_with("final")
+                })
+            }
+            Declares::Function(name) => {
+                !line.starts_with("//") && !line.starts_with('#') && !line.starts_with('*') && {
+                    line.match_indices(&format!("{name}(")).any(|(at, _)| {
+                        let before = &line[..at];
+                        let word = before.trim_end().rsplit([' ', '*', '&']).next().unwrap_or_default();
+                        before.ends_with([' ', '*', '&'])
+                            && word != "return"
+                            && before.trim().chars().all(|c| c.is_ascii_alphanumeric() || " _*&:<>\"".contains(c))
+                    })
+                }
+            }
+            Declares::Macro(name) => line.strip_prefix("#define").is_some_and(|rest| {
+                rest.starts_with([' ', '\t'])
+                    && rest.trim_start().strip_prefix(name).is_some_and(|a| a.is_empty() || a.starts_with([' ', '\t', '(']))
+            }),
+        })
+    }
+}
+
+impl std::fmt::Display for Declares<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Declares::Class(name) => write!(f, "class {name}"),
+            Declares::Function(name) => write!(f, "function {name}"),
+            Declares::Macro(name) => write!(f, "macro {name}"),
+        }
+    }
+}
+
+/// The headers the shim includes, by its macro for each and what the
+/// header declares. Which a tree must have depends on its API
+/// ([`Api::of`]); the arena allocator's (`HM_ARENA_ALLOCATOR_H`) is the
+/// one that declares the class `MicroAllocator::Create` takes.
+const PARTS: [(&str, Declares<'static>); 16] = [
+    ("HM_INTERPRETER_H", Declares::Class("MicroInterpreter")),
+    ("HM_OP_RESOLVER_H", Declares::Class("MicroMutableOpResolver")),
+    ("HM_SCHEMA_H", Declares::Function("VerifyModelBuffer")),
+    ("HM_SCHEMA_VERSION_H", Declares::Macro("TFLITE_SCHEMA_VERSION")),
+    ("HM_DEBUG_LOG_H", Declares::Function("DebugLog")),
+    ("HM_PRINTF_H", Declares::Function("MicroPrintf")),
+    ("HM_ERROR_REPORTER_H", Declares::Class("MicroErrorReporter")),
+    ("HM_REGISTRATIONS_H", Declares::Function("Register_FULLY_CONNECTED")),
+    ("HM_ALLOCATOR_H", Declares::Class("MicroAllocator")),
+    ("HM_MEMORY_HELPERS_H", Declares::Function("AlignPointerUp")),
+    ("HM_ARENA_CONSTANTS_H", Declares::Function("MicroArenaBufferAlignment")),
+    ("HM_GREEDY_PLANNER_H", Declares::Class("GreedyMemoryPlanner")),
+    ("HM_LINEAR_PLANNER_H", Declares::Class("LinearMemoryPlanner")),
+    ("HM_RECORDING_ALLOCATOR_H", Declares::Class("RecordingMicroAllocator")),
+    ("HM_RESOURCE_VARIABLES_H", Declares::Class("MicroResourceVariables")),
+    ("HM_SCHEMA_UTILS_H", Declares::Function("GetBuiltinCode")),
+];
+
+/// The headers of a tree the shim could include: every `.h` under
+/// `tensorflow/` but the examples and the build tools (and the downloads
+/// under them), with its text; TFLM's own (under `tensorflow/lite/micro/`)
+/// first, then TFLite's, shallowest first in each.
+struct Headers(Vec<(String, String)>);
+
+impl Headers {
+    fn read(root: &Path) -> Result<Headers, String> {
         let micro = root.join("tensorflow/lite/micro");
-        let read = |name: &str| fs::read_to_string(micro.join(name)).unwrap_or_default();
-        let (interpreter, allocator) = (read("micro_interpreter.h"), read("micro_allocator.h"));
-        let single_arena_buffer = micro.join("arena_allocator/single_arena_buffer_allocator.h").is_file();
-        if !single_arena_buffer && !micro.join("simple_memory_allocator.h").is_file() {
-            return Err("its arena allocator is neither arena_allocator/single_arena_buffer_allocator.h nor \
-                        simple_memory_allocator.h"
-                .into());
+        let left_out = [micro.join("tools"), micro.join("examples")];
+        let mut headers = Vec::new();
+        for path in walk(&root.join("tensorflow"), &["h"])? {
+            if left_out.iter().any(|dir| path.starts_with(dir)) {
+                continue;
+            }
+            let text = fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let relative = path.strip_prefix(root).unwrap_or(&path).display().to_string();
+            headers.push((relative, text));
         }
-        let micro_log = micro.join("micro_log.h").is_file();
-        if !micro_log
-            && !read("micro_error_reporter.h").contains("MicroPrintf")
-            && !micro.join("kernels/all_ops_resolver.h").is_file()
-        {
-            return Err("it declares MicroPrintf neither in micro_log.h nor in micro_error_reporter.h".into());
+        headers.sort_by_key(|(path, _)| {
+            (!path.starts_with("tensorflow/lite/micro/"), path.matches('/').count(), path.clone())
+        });
+        Ok(Headers(headers))
+    }
+
+    /// The header that declares `what` (the first, in their order, where
+    /// several do): its path and text.
+    fn declaring(&self, what: Declares) -> Option<(&str, &str)> {
+        self.0.iter().find(|(_, text)| what.within(text)).map(|(path, text)| (path.as_str(), text.as_str()))
+    }
+}
+
+/// The parts of the API [`Api::of`] has found so far, and the headers it
+/// looks in.
+struct Found<'h> {
+    headers: &'h Headers,
+    parts: Vec<(&'static str, String)>,
+}
+
+impl<'h> Found<'h> {
+    /// The text of the header that declares `what`, kept as the shim's
+    /// `define`; an error that says `why` the shim needs it where none
+    /// does and it is required.
+    fn part(&mut self, define: &'static str, what: Declares, why: Option<&str>) -> Result<Option<&'h str>, String> {
+        match (self.headers.declaring(what), why) {
+            (Some((path, text)), _) => {
+                self.parts.push((define, path.to_owned()));
+                Ok(Some(text))
+            }
+            (None, Some(why)) => Err(format!("no header under tensorflow/ declares {what} ({why})")),
+            (None, None) => Ok(None),
         }
-        let planner_given = allocator.contains("MicroMemoryPlanner* memory_planner");
-        Ok(Api {
-            debug_log_va_list: read("debug_log.h").contains("va_list"),
-            micro_log,
-            error_reporter: interpreter.contains("ErrorReporter* error_reporter"),
-            single_arena_buffer,
-            planner_given,
+    }
+
+    /// [`Found::part`] for one of [`PARTS`].
+    fn known(&mut self, define: &'static str, why: Option<&str>) -> Result<Option<&'h str>, String> {
+        let (_, what) = PARTS.iter().find(|(d, _)| *d == define).expect("one of PARTS");
+        self.part(define, *what, why)
+    }
+}
+
+/// The parameter lists of every `NAME(` in `text`, whitespace squeezed.
+fn parameter_lists(text: &str, name: &str) -> Vec<String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ").replace("( ", "(");
+    text.match_indices(&format!("{name}("))
+        .filter_map(|(at, m)| text[at + m.len()..].split(')').next().map(str::to_owned))
+        .collect()
+}
+
+impl Api {
+    /// The API the headers of the tree at `root` declare; an error names
+    /// what the tree lacks.
+    fn of(root: &Path) -> Result<Api, String> {
+        let headers = Headers::read(root)?;
+        let mut found = Found { headers: &headers, parts: Vec::new() };
+        let interpreter = found.known("HM_INTERPRETER_H", Some("the interpreter"))?.unwrap_or_default();
+        found.known("HM_OP_RESOLVER_H", Some("the op resolver the shim fills"))?;
+        found.known("HM_SCHEMA_H", Some("the model schema's verifier"))?;
+        found.known("HM_SCHEMA_VERSION_H", Some("the schema version models are checked against"))?;
+        let debug_log = found.known("HM_DEBUG_LOG_H", Some("the platform's logging hook the shim defines"))?;
+        let error_reporter = interpreter.contains("ErrorReporter* error_reporter");
+        let allocator = found.known("HM_ALLOCATOR_H", Some("the interpreter's allocator"))?.unwrap_or_default();
+        let allocator_source = found.parts.last().map(|(_, h)| root.join(h).with_extension("cc"));
+        // The arena allocator: the class the allocator's `Create` takes, if
+        // one does.
+        let creates = parameter_lists(allocator, "MicroAllocator* Create");
+        let taken = creates.iter().find_map(|params| {
+            let class = params.split('*').next().unwrap_or_default().trim();
+            (!class.is_empty() && class != "uint8_t").then_some((class, params))
+        });
+        let mut api = Api {
+            debug_log_va_list: parameter_lists(debug_log.unwrap_or_default(), "DebugLog")
+                .iter()
+                .any(|p| p.contains("va_list")),
+            error_reporter,
             default_tail_usage: allocator.contains("GetDefaultTailUsage"),
             eval_tensors: interpreter.contains("TfLiteEvalTensor* GetTensor("),
-            version_h: !interpreter.contains("TFLITE_SCHEMA_VERSION"),
-            buffer_alignment: if micro.join("micro_arena_constants.h").is_file() {
-                0
-            } else {
-                let source = read("micro_allocator.cc");
+            tensor_by_index: interpreter.contains("TfLiteTensor* tensor(size_t"),
+            ..Api::default()
+        };
+        if let Some((class, params)) = taken {
+            let why = format!("MicroAllocator::Create takes a {class}*");
+            let text = found.part("HM_ARENA_ALLOCATOR_H", Declares::Class(class), Some(&why))?.unwrap_or_default();
+            let creates = parameter_lists(text, "Create");
+            api.arena = Some(ArenaAllocator {
+                class: class.to_owned(),
+                create_with_reporter: !creates.iter().any(|p| p.starts_with("uint8_t*"))
+                    && creates.iter().any(|p| p.starts_with("ErrorReporter*")),
+                persistent_buffer: Declares::Function("AllocatePersistentBuffer").within(text),
+                persistent_usage: Declares::Function("GetNonPersistentUsedBytes").within(text),
+            });
+            api.planner_given = params.contains("MicroMemoryPlanner*");
+            found.known("HM_PRINTF_H", Some("the shim prints the arena's head and tail with it"))?;
+            found.known("HM_MEMORY_HELPERS_H", Some("the shim aligns the arena as the interpreter does"))?;
+            if found.known("HM_ARENA_CONSTANTS_H", None)?.is_none() {
+                let source = allocator_source.and_then(|s| fs::read_to_string(s).ok()).unwrap_or_default();
                 let value = source.split("kBufferAlignment = ").nth(1).and_then(|rest| rest.split(';').next());
-                match value.map(|v| v.trim().parse()) {
-                    Some(Ok(alignment)) => alignment,
-                    _ if planner_given => {
-                        return Err("it says the arena's alignment neither in micro_arena_constants.h nor as \
-                                    kBufferAlignment in micro_allocator.cc"
-                            .into())
-                    }
-                    _ => 0,
-                }
-            },
-        })
+                api.buffer_alignment = value.and_then(|v| v.trim().parse().ok()).ok_or(
+                    "it says the arena's alignment neither by a function MicroArenaBufferAlignment nor as \
+                     kBufferAlignment in its allocator's source",
+                )?;
+            }
+            if api.planner_given {
+                found.known("HM_GREEDY_PLANNER_H", Some("its allocator is given its planner"))?;
+            }
+        } else {
+            found.known("HM_REGISTRATIONS_H", Some("the op resolver registers the kernels' functions"))?;
+        }
+        if error_reporter {
+            found.known("HM_ERROR_REPORTER_H", Some("its interpreter takes an ErrorReporter*"))?;
+        } else if api.arena.as_ref().is_some_and(|a| a.create_with_reporter) {
+            found.known("HM_ERROR_REPORTER_H", Some("its arena allocator is created with an ErrorReporter*"))?;
+        }
+        for optional in ["HM_LINEAR_PLANNER_H", "HM_RECORDING_ALLOCATOR_H", "HM_RESOURCE_VARIABLES_H", "HM_SCHEMA_UTILS_H"]
+        {
+            found.known(optional, None)?;
+        }
+        api.headers = found.parts;
+        Ok(api)
     }
 
     /// The shim's defines for this API (`NAME` or `NAME=VALUE`).
     pub fn defines(&self) -> Vec<String> {
+        let arena = self.arena.as_ref();
         let mut defines: Vec<String> = [
             (self.debug_log_va_list, "HM_DEBUG_LOG_VA_LIST"),
-            (self.micro_log, "HM_MICRO_LOG"),
             (self.error_reporter, "HM_ERROR_REPORTER"),
-            (self.single_arena_buffer, "HM_SINGLE_ARENA_BUFFER"),
             (self.planner_given, "HM_PLANNER_GIVEN"),
             (self.default_tail_usage, "HM_DEFAULT_TAIL_USAGE"),
             (self.eval_tensors, "HM_EVAL_TENSORS"),
-            (self.version_h, "HM_VERSION_H"),
+            (self.tensor_by_index, "HM_TENSOR_BY_INDEX"),
+            (arena.is_some_and(|a| a.create_with_reporter), "HM_ARENA_CREATE_WITH_REPORTER"),
+            (arena.is_some_and(|a| a.persistent_buffer), "HM_ARENA_PERSISTENT_BUFFER"),
+            (arena.is_some_and(|a| a.persistent_usage), "HM_ARENA_PERSISTENT_USAGE"),
         ]
         .into_iter()
         .filter(|(has, _)| *has)
         .map(|(_, define)| define.to_owned())
         .collect();
+        if let Some(arena) = arena {
+            defines.push(format!("HM_ARENA_ALLOCATOR={}", arena.class));
+        }
         if self.buffer_alignment > 0 {
             defines.push(format!("HM_BUFFER_ALIGNMENT={}", self.buffer_alignment));
         }
+        defines.extend(self.headers.iter().map(|(define, header)| format!("{define}=\"{header}\"")));
         defines
+    }
+
+    /// The headers the shim includes.
+    fn included(&self, root: &Path) -> Vec<PathBuf> {
+        self.headers.iter().map(|(_, header)| root.join(header)).collect()
     }
 
     /// The analyzer's model for a tree of this API.
     fn generation(&self, root: &Path) -> Generation {
+        let todays_arena = self.arena.as_ref().is_some_and(|a| a.class == "SingleArenaBufferAllocator");
         if root.join("tensorflow/lite/micro/kernels/all_ops_resolver.h").is_file() {
             Generation::Tfmicro2020
-        } else if self.planner_given && self.default_tail_usage && self.single_arena_buffer {
+        } else if self.planner_given && self.default_tail_usage && todays_arena {
             if self.eval_tensors {
                 Generation::Current
             } else {
@@ -323,11 +529,8 @@ impl Tree {
     /// downloads that Makefile names.
     pub fn built(root: &Path, kernels: Kernels, arch: Option<&str>) -> Result<Tree, String> {
         let micro = root.join("tensorflow/lite/micro");
-        if !micro.join("micro_interpreter.h").is_file() {
-            return Err(format!(
-                "{} is not a TFLM tree: it does not hold tensorflow/lite/micro/micro_interpreter.h",
-                root.display()
-            ));
+        if !micro.is_dir() {
+            return Err(format!("{} is not a TFLM tree: it has no tensorflow/lite/micro/", root.display()));
         }
         let api = Api::of(root).map_err(|why| format!("{}: a TFLM tree hilmem cannot build: {why}", root.display()))?;
         let generation = api.generation(root);
@@ -376,7 +579,7 @@ impl Tree {
         let mut lacking = Vec::new();
         let (mut third_party_kernels, mut kernel_includes) = (Vec::new(), Vec::new());
         let (core, kernels_list, flags) = if generation == Generation::Tfmicro2020 {
-            let (core, kernels) = sources_2020(root);
+            let (core, kernels) = sources_2020(root).map_err(|why| format!("{}: {why}", root.display()))?;
             (core, kernels, flags_2020())
         } else if makefile.is_file() {
             let settings = make_settings(kernels, arch.unwrap_or(DEFAULT_ARCH));
@@ -409,7 +612,7 @@ impl Tree {
             let flags = Flags { c: flags("CCFLAGS")?, cxx: flags("CXXFLAGS")? };
             (sources("MICROLITE_CC_SRCS")?, sources("MICROLITE_CC_KERNEL_SRCS")?, flags)
         } else if let Some(created) = created_tree(root, &third_party) {
-            created
+            created.map_err(|why| format!("{}: {why}", root.display()))?
         } else {
             return Err(format!(
                 "{}: no tensorflow/lite/micro/tools/make/Makefile to list the library's sources, and no \
@@ -437,11 +640,17 @@ impl Tree {
                 || TEST_HELPERS.contains(&name)
                 || name.ends_with("_test.cc")
         };
+        // A source named twice, by one list or by two (from 2021-04 to
+        // 2021-07 the Makefile appends the kernels to the library's
+        // sources), is compiled once, as make builds one object for it: as
+        // a kernel, where the kernels' list names it.
         for list in [&mut tree.core, &mut tree.kernels] {
             list.retain(|p| !left_out(p));
             list.sort();
             list.dedup();
         }
+        let kernels: std::collections::BTreeSet<&PathBuf> = tree.kernels.iter().collect();
+        tree.core.retain(|p| !kernels.contains(p));
         let missing_core: Vec<String> = tree
             .core
             .iter()
@@ -478,10 +687,7 @@ impl Tree {
     /// shim's TFLM headers include, directly or through other headers, and
     /// that no include directory holds.
     fn unresolved_includes(&self) -> Vec<String> {
-        let micro = self.root.join("tensorflow/lite/micro");
-        let headers: Vec<PathBuf> =
-            ["micro_interpreter.h", "micro_mutable_op_resolver.h"].iter().map(|h| micro.join(h)).collect();
-        let mut missing = self.includes(&headers, true).missing;
+        let mut missing = self.includes(&self.api.included(&self.root), true).missing;
         missing.sort();
         missing
     }
@@ -529,13 +735,13 @@ impl Tree {
     }
 
     /// Every header of the tree and of its third-party libraries.
-    pub fn headers(&self) -> Vec<PathBuf> {
+    pub fn headers(&self) -> Result<Vec<PathBuf>, String> {
         let tensorflow = self.root.join("tensorflow");
-        let mut headers = walk(&tensorflow, &["h", "hpp"]);
+        let mut headers = walk(&tensorflow, &["h", "hpp"])?;
         if !self.third_party.starts_with(&tensorflow) {
-            headers.extend(walk(&self.third_party, &["h", "hpp"]));
+            headers.extend(walk(&self.third_party, &["h", "hpp"])?);
         }
-        headers
+        Ok(headers)
     }
 }
 
@@ -570,22 +776,31 @@ fn make_settings(kernels: Kernels, arch: &str) -> Vec<(&'static str, String)> {
 /// The core a tree is read for when it is compiled for a host.
 const DEFAULT_ARCH: &str = "cortex-m7+fp";
 
+/// A library's core sources, its kernels and its flags.
+type Library = (Vec<PathBuf>, Vec<PathBuf>, Flags);
+
 /// A tree made by `create_tflm_tree.py` without its Makefile holds only
 /// the library: every source in `tensorflow/` (and `signal/`) is compiled,
 /// the kernels apart.
-fn created_tree(root: &Path, third_party: &Path) -> Option<(Vec<PathBuf>, Vec<PathBuf>, Flags)> {
+fn created_tree(root: &Path, third_party: &Path) -> Option<Result<Library, String>> {
     if !third_party.ends_with("third_party") {
         return None;
     }
-    let mut all = walk(&root.join("tensorflow"), SOURCES);
+    let mut all = match walk(&root.join("tensorflow"), SOURCES) {
+        Ok(all) => all,
+        Err(why) => return Some(Err(why)),
+    };
     if root.join("signal").is_dir() {
-        all.extend(walk(&root.join("signal"), SOURCES));
+        match walk(&root.join("signal"), SOURCES) {
+            Ok(signal) => all.extend(signal),
+            Err(why) => return Some(Err(why)),
+        }
     }
     let examples = root.join("tensorflow/lite/micro/examples");
     all.retain(|p| !p.starts_with(&examples) && !p.to_string_lossy().ends_with("_test.cc"));
     let kernels = root.join("tensorflow/lite/micro/kernels");
     let (kernels, core) = all.into_iter().partition(|p| p.starts_with(&kernels) || p.starts_with(root.join("signal")));
-    Some((core, kernels, flags_current_default()))
+    Some(Ok((core, kernels, flags_current_default())))
 }
 
 /// The flags of TFLM's Cortex-M build for a tree that does not carry its
@@ -623,6 +838,38 @@ struct Make<'a> {
     /// The configuration's variables, set as on make's command line: the
     /// Makefile's own assignments to them do not count.
     fixed: Vec<&'a str>,
+    /// The downloads its branches make, in order: the scripts it runs as it
+    /// is read, and the rules its `add_third_party_download` calls add.
+    fetches: std::cell::RefCell<Vec<Fetch>>,
+}
+
+/// A third-party download a TFLM Makefile makes: a download script it runs
+/// (`$(shell $(MAKEFILE_DIR)/NAME_download.sh ARGS)`), or a rule of its
+/// `add_third_party_download` (`$(DOWNLOAD_SCRIPT) URL MD5 DIR ACTION
+/// PARAM`), as the program and the words make gives the shell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetch {
+    /// Relative to the tree.
+    pub script: String,
+    pub args: Vec<String>,
+}
+
+/// The third-party downloads the Makefile of the tree at `root` makes for
+/// TFLM's generic Cortex-M build with its reference kernels: the download
+/// scripts it runs as it is read, in order, then the rules of its
+/// `THIRD_PARTY_DOWNLOADS` (`URL!MD5!DIR!ACTION!PARAM`, each run as
+/// `$(DOWNLOAD_SCRIPT)` with those words), quotes removed as the shell
+/// removes them.
+pub fn third_party_fetches(root: &Path) -> Result<Vec<Fetch>, String> {
+    let makefile = root.join("tensorflow/lite/micro/tools/make/Makefile");
+    let make = Make::read(root, &makefile, &make_settings(Kernels::Reference, DEFAULT_ARCH))?;
+    let mut fetches = make.fetches.borrow().clone();
+    let script = make.get("DOWNLOAD_SCRIPT")?;
+    for rule in make.list("THIRD_PARTY_DOWNLOADS")? {
+        let args = rule.split('!').filter(|w| !w.is_empty()).map(unquoted).collect();
+        fetches.push(Fetch { script: script.clone(), args });
+    }
+    Ok(fetches)
 }
 
 #[derive(Debug, Clone)]
@@ -643,7 +890,12 @@ struct Branch {
 impl<'a> Make<'a> {
     fn read<V: AsRef<str>>(root: &'a Path, makefile: &Path, settings: &[(&'a str, V)]) -> Result<Make<'a>, String> {
         let vars = settings.iter().map(|(k, v)| (k.to_string(), Value::Simple(Ok(v.as_ref().to_owned())))).collect();
-        let mut make = Make { root, vars, fixed: settings.iter().map(|(k, _)| *k).collect() };
+        let mut make = Make {
+            root,
+            vars,
+            fixed: settings.iter().map(|(k, _)| *k).collect(),
+            fetches: Default::default(),
+        };
         make.include(makefile, 0)?;
         Ok(make)
     }
@@ -655,8 +907,21 @@ impl<'a> Make<'a> {
         let text = fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
         let mut branches: Vec<Branch> = Vec::new();
-        let mut in_define = false;
+        // The macro being defined (`define NAME` ... `endef`): its name, where
+        // the branch is taken, and its lines.
+        let mut defining: Option<(Option<String>, Vec<&str>)> = None;
         for raw in joined.lines() {
+            if let Some((name, body)) = defining.as_mut() {
+                if raw.trim() != "endef" {
+                    body.push(raw);
+                    continue;
+                }
+                if let Some(name) = name.take() {
+                    self.vars.insert(name, Value::Recursive(body.join("\n")));
+                }
+                defining = None;
+                continue;
+            }
             if raw.starts_with('\t') {
                 continue; // a recipe
             }
@@ -666,13 +931,12 @@ impl<'a> Make<'a> {
             }
             .trim();
             let word = line.split_whitespace().next().unwrap_or_default();
-            if in_define {
-                in_define = word != "endef";
-                continue;
-            }
             let active = branches.iter().all(|b| b.taken == Some(true));
             match word {
-                "define" => in_define = true,
+                "define" => {
+                    let name = line["define".len()..].trim().trim_end_matches('=').trim().to_owned();
+                    defining = Some((active.then_some(name), Vec::new()));
+                }
                 "ifeq" | "ifneq" | "ifdef" | "ifndef" => {
                     let taken = if active { condition(self, line) } else { Some(false) };
                     branches.push(Branch { taken, done: taken });
@@ -708,9 +972,23 @@ impl<'a> Make<'a> {
                         }
                     }
                 }
+                _ if active && line.starts_with("$(eval $(call add_third_party_download,") => {
+                    self.eval_download(line)?
+                }
                 _ if active => self.assign(line),
                 _ => {}
             }
+        }
+        Ok(())
+    }
+
+    /// `$(eval $(call add_third_party_download,...))`: the assignment the
+    /// macro makes, made. (The one `eval` hilmem evaluates: how TFLM's
+    /// Makefiles list the third-party downloads of their rules.)
+    fn eval_download(&mut self, line: &str) -> Result<(), String> {
+        let text = self.expand(line["$(eval ".len()..].strip_suffix(')').unwrap_or_default())?;
+        for line in text.lines() {
+            self.assign(line.trim());
         }
         Ok(())
     }
@@ -889,6 +1167,21 @@ impl<'a> Make<'a> {
                 let (base, dir) = (a.get(1).map_or("", String::as_str), a.get(2).map_or("", String::as_str));
                 self.specialized(&self.expand(base)?, self.expand(dir)?.trim())
             }
+            "call" => {
+                // A macro of the Makefile's own (`define`): its text with the
+                // arguments as `$(1)`, `$(2)`, ..., expanded.
+                let a = split_args(args);
+                let name = self.expand(a.first().map_or("", String::as_str))?;
+                let Some(Value::Recursive(body)) = self.vars.get(name.trim()) else {
+                    return Err(format!("`$(call {args})`: `{}` is no macro hilmem knows", name.trim()));
+                };
+                let mut text = body.clone();
+                for n in (1..10).rev() {
+                    let arg = a.get(n).map(|arg| self.expand(arg)).transpose()?.unwrap_or_default();
+                    text = text.replace(&format!("$({n})"), &arg);
+                }
+                self.expand(&text)?
+            }
             "shell" if args.contains("specialize_files.py") => {
                 let base = args.split("--base_files").nth(1).and_then(|rest| rest.split('"').nth(1));
                 let base = base.ok_or_else(|| format!("`$(shell {args})`: no --base_files \"...\""))?;
@@ -938,6 +1231,10 @@ impl<'a> Make<'a> {
                 .next()
                 .and_then(|name| name.strip_suffix("_download.sh"))
                 .map(|lib| self.root.join(dir).join(lib));
+            if downloaded.is_some() {
+                let args = words[1..].iter().map(|w| (*w).to_owned()).collect();
+                self.fetches.borrow_mut().push(Fetch { script: (*script).to_owned(), args });
+            }
             let checked = script.ends_with("/check_optimized_kernel_dir.sh").then(|| self.root.join(dir));
             if let Some(dir) = downloaded.or(checked) {
                 return if dir.is_dir() { Ok("SUCCESS".to_owned()) } else { Err(unknown()) };
@@ -963,7 +1260,7 @@ impl<'a> Make<'a> {
         let extensions: Vec<&str> = extensions.iter().map(String::as_str).collect();
         // `find` of a directory that is not there finds nothing.
         let dir = self.root.join(dir);
-        let found = if dir.is_dir() { walk(&dir, &extensions) } else { Vec::new() };
+        let found = if dir.is_dir() { walk(&dir, &extensions)? } else { Vec::new() };
         Ok(found
             .iter()
             .filter(|p| !pruned.iter().any(|d| p.starts_with(d)))
@@ -1182,14 +1479,17 @@ const TEST_HELPERS: [&str; 5] = [
 ];
 
 /// `.cc` and `.c` files directly in `dir`.
-fn sources_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| has_extension(p, SOURCES))
-        .collect();
+fn sources_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?.path();
+        if has_extension(&path, SOURCES) {
+            files.push(path);
+        }
+    }
     files.sort();
-    files
+    Ok(files)
 }
 
 const SOURCES: &[&str] = &["cc", "c"];
@@ -1198,14 +1498,12 @@ fn has_extension(path: &Path, extensions: &[&str]) -> bool {
     path.extension().and_then(|e| e.to_str()).is_some_and(|e| extensions.contains(&e))
 }
 
-fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+fn sources_2020(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), String> {
     let lite = root.join("tensorflow/lite");
-    let kept = |p: &PathBuf| {
-        let name = p.file_name().unwrap().to_str().unwrap();
-        p.extension().is_some_and(|e| e == "cc") && !name.ends_with("_test.cc")
-    };
-    let mut core: Vec<PathBuf> =
-        ["micro", "micro/memory_planner"].iter().flat_map(|d| sources_in(&lite.join(d))).filter(kept).collect();
+    let kept = |p: &PathBuf| p.extension().is_some_and(|e| e == "cc") && !p.to_string_lossy().ends_with("_test.cc");
+    let mut core = sources_in(&lite.join("micro"))?;
+    core.extend(sources_in(&lite.join("micro/memory_planner"))?);
+    core.retain(kept);
     for file in [
         "c/common.c",
         "core/api/error_reporter.cc",
@@ -1217,44 +1515,45 @@ fn sources_2020(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     ] {
         core.push(lite.join(file));
     }
-    let kernels = sources_in(&lite.join("micro/kernels")).into_iter().filter(kept).collect();
-    (core, kernels)
+    let kernels = sources_in(&lite.join("micro/kernels"))?.into_iter().filter(kept).collect();
+    Ok((core, kernels))
 }
 
 /// Every file below `dir` with one of `extensions`, in path order.
-pub fn walk(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
-    fn collect(dir: &Path, extensions: &[&str], found: &mut Vec<PathBuf>) {
-        for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display())) {
-            let entry = entry.unwrap();
+pub fn walk(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, String> {
+    fn collect(dir: &Path, extensions: &[&str], found: &mut Vec<PathBuf>) -> Result<(), String> {
+        let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", dir.display());
+        for entry in fs::read_dir(dir).map_err(unreadable)? {
+            let entry = entry.map_err(unreadable)?;
             let path = entry.path();
             // The listing says what an entry is; only a link costs a look.
             if entry.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink() && path.is_dir()) {
-                collect(&path, extensions, found);
+                collect(&path, extensions, found)?;
             } else if has_extension(&path, extensions) {
                 found.push(path);
             }
         }
+        Ok(())
     }
     let mut found = Vec::new();
-    collect(dir, extensions, &mut found);
+    collect(dir, extensions, &mut found)?;
     found.sort();
-    found
+    Ok(found)
 }
 
-/// A file's path, length and modification time.
-pub fn file_stamp(file: &Path) -> (PathBuf, u64, Option<std::time::SystemTime>) {
-    let meta = fs::metadata(file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-    (file.to_owned(), meta.len(), meta.modified().ok())
+/// A file's path, and its length and modification time where it has them.
+pub fn file_stamp(file: &Path) -> (PathBuf, Option<(u64, Option<std::time::SystemTime>)>) {
+    (file.to_owned(), fs::metadata(file).ok().map(|meta| (meta.len(), meta.modified().ok())))
 }
 
 /// The TFLM tree (`HILMEM_TFLM_DIR`, or the bundled one) as it is compiled
 /// with `kernels` for the core `arch`.
-pub fn tflm_tree(kernels: Kernels, arch: Option<&str>) -> Tree {
+pub fn tflm_tree(kernels: Kernels, arch: Option<&str>) -> Result<Tree, String> {
     let root = match env::var_os("HILMEM_TFLM_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => bundled_root().unwrap_or_else(|registry| panic!("{}", unpack_bundled(&registry))),
+        None => bundled_root().map_err(|registry| unpack_bundled(&registry))?,
     };
-    Tree::built(&root, kernels, arch).unwrap_or_else(|e| panic!("{e}"))
+    Tree::built(&root, kernels, arch)
 }
 
 /// What to do when the bundled archive is not unpacked under `registry`.

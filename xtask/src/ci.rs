@@ -23,7 +23,7 @@ pub struct Args {
     /// A current TFLM for the tests that build against one: a tflite-micro
     /// checkout with its downloads, or a directory holding one as
     /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/), with TFLM's
-    /// earlier checkouts in its `history/` folder. Handed to `xtask test
+    /// earlier checkouts in its `history/` and `history-gaps/` folders. Handed to `xtask test
     /// --test-tflm`.
     #[arg(long)]
     test_tflm: Option<PathBuf>,
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     build_only.extend(settings);
     // The tests get the checkout as `xtask test --test-tflm` takes it (with
-    // the history folder beside it, where there is one).
+    // the history folders beside it, where there are).
     let test_tflm: Vec<String> =
         args.test_tflm.iter().flat_map(|given| ["--test-tflm".to_owned(), given.display().to_string()]).collect();
 

@@ -18,9 +18,10 @@ pub struct Args {
     /// checkout with its downloads, or a directory holding one as
     /// `tflite-micro-*.tar.gz` (unpacked once under target/tflm/). Else
     /// HILMEM_TEST_TFLM; without either those tests are not run, and the
-    /// run says how many (in CI they fail). Its `history/` folder, where it
-    /// has one, holds `tflite-micro-*.tar.xz` checkouts of earlier years for
-    /// the tests of TFLM's history (unpacked once under target/tflm/history/).
+    /// run says how many (in CI they fail). Its `history/` and
+    /// `history-gaps/` folders, where it has them, hold
+    /// `tflite-micro-*.tar.xz` checkouts of earlier years for the tests of
+    /// TFLM's history (unpacked once under target/tflm/history/).
     #[arg(long, value_name = "DIR")]
     test_tflm: Option<PathBuf>,
     /// Instead of the suite, run the tests that drive a target (nextest's
@@ -41,6 +42,8 @@ const TEST_TFLM: &str = "HILMEM_TEST_TFLM";
 /// The environment variable the tests read the directory of TFLM's earlier
 /// checkouts from.
 const TEST_TFLM_HISTORY: &str = "HILMEM_TEST_TFLM_HISTORY";
+/// The folders beside a current checkout that hold TFLM's earlier ones.
+const HISTORY_FOLDERS: [&str; 2] = ["history", "history-gaps"];
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
@@ -230,9 +233,11 @@ fn unpack_once(archive: &Path, dir: &Path, name: &str, prepare: impl FnOnce(&Pat
     Ok(tree)
 }
 
-/// The directory of TFLM's earlier checkouts: `given/history/`'s
-/// `tflite-micro-*.tar.xz`, each unpacked once under `target/tflm/history/`
-/// (None when `given` has no such folder).
+/// The directory of TFLM's earlier checkouts: the `tflite-micro-*.tar.xz`
+/// of `given/history/` (a checkout per era) and of `given/history-gaps/`
+/// (one from each window of TFLM's history that the eras leave out), each
+/// unpacked once under `target/tflm/history/` (None when `given` has
+/// neither folder).
 ///
 /// The archives were made smaller by leaving out, among the third-party
 /// libraries' tests, ruy's `ruy/profiler/`, which TFLM's reference kernels
@@ -242,8 +247,15 @@ fn unpack_once(archive: &Path, dir: &Path, name: &str, prepare: impl FnOnce(&Pat
 /// the run says so; a tree whose ruy is another commit stays as it is, and
 /// the tests expect hilmem to refuse it for what it lacks.
 fn history_trees(root: &Path, given: &Path, current: &Path) -> Result<Option<PathBuf>> {
-    let folder = given.join("history");
-    let Ok(entries) = std::fs::read_dir(&folder) else { return Ok(None) };
+    let archives: Vec<PathBuf> = HISTORY_FOLDERS
+        .iter()
+        .filter_map(|folder| std::fs::read_dir(given.join(folder)).ok())
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    if archives.is_empty() {
+        return Ok(None);
+    }
     let dir = root.join("target/tflm/history");
     let ruy = |tree: &Path| {
         let script = tree.join("tensorflow/lite/micro/tools/make/third_party_downloads.inc");
@@ -251,7 +263,7 @@ fn history_trees(root: &Path, given: &Path, current: &Path) -> Result<Option<Pat
         text.lines().find(|l| l.starts_with("RUY_URL")).map(str::to_owned)
     };
     let downloads = "tensorflow/lite/micro/tools/make/downloads/ruy/ruy/profiler";
-    for archive in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+    for archive in archives {
         let Some(name) = archive.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".tar.xz")) else {
             continue;
         };

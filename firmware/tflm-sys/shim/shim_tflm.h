@@ -16,39 +16,36 @@
 #include <new>
 
 #include "flatbuffers/flatbuffers.h"
-#include "tensorflow/lite/micro/micro_interpreter.h"
-#include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
-#include "tensorflow/lite/schema/schema_generated.h"
-#include "tensorflow/lite/micro/debug_log.h"
-#ifdef HM_VERSION_H
-#include "tensorflow/lite/version.h"
+// Each `HM_*_H` names the header of the tree that declares that part of
+// TFLM's API, wherever it lives (`Api::of` in `tree.rs`).
+#include HM_INTERPRETER_H
+#include HM_OP_RESOLVER_H
+#include HM_SCHEMA_H
+#include HM_SCHEMA_VERSION_H
+#include HM_DEBUG_LOG_H
+#ifdef HM_PRINTF_H
+#include HM_PRINTF_H
 #endif
-#ifdef HM_MICRO_LOG
-#include "tensorflow/lite/micro/micro_log.h"
+#ifdef HM_ERROR_REPORTER_H
+#include HM_ERROR_REPORTER_H
 #endif
-#if defined(HM_ERROR_REPORTER) || !defined(HM_MICRO_LOG)
-#include "tensorflow/lite/micro/micro_error_reporter.h"
-#endif
-#ifdef HM_PLANNER_GIVEN
-#ifndef HM_BUFFER_ALIGNMENT
-#include "tensorflow/lite/micro/micro_arena_constants.h"
+#ifdef HM_ARENA_ALLOCATOR
+#include HM_ALLOCATOR_H
+#include HM_ARENA_ALLOCATOR_H
+#include HM_MEMORY_HELPERS_H
+#ifdef HM_ARENA_CONSTANTS_H
+#include HM_ARENA_CONSTANTS_H
 #define HM_BUFFER_ALIGNMENT tflite::MicroArenaBufferAlignment()
 #endif
-#include "tensorflow/lite/micro/memory_helpers.h"
-#include "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h"
-#include "tensorflow/lite/micro/micro_allocator.h"
-#ifdef HM_SINGLE_ARENA_BUFFER
-#include "tensorflow/lite/micro/arena_allocator/single_arena_buffer_allocator.h"
-using ArenaAllocator = tflite::SingleArenaBufferAllocator;
-#else
-#include "tensorflow/lite/micro/simple_memory_allocator.h"
-using ArenaAllocator = tflite::SimpleMemoryAllocator;
+using ArenaAllocator = tflite::HM_ARENA_ALLOCATOR;
+#ifdef HM_PLANNER_GIVEN
+#include HM_GREEDY_PLANNER_H
 #endif
 #ifdef HILMEM_TFLM_RECORDING
-#include "tensorflow/lite/micro/recording_micro_allocator.h"
+#include HM_RECORDING_ALLOCATOR_H
 #endif
 #else
-#include "tensorflow/lite/micro/kernels/micro_ops.h"
+#include HM_REGISTRATIONS_H
 #endif
 
 #endif  // HILMEM_SHIM_TFLM_H_

@@ -36,6 +36,44 @@ impl fmt::Display for Generation {
     }
 }
 
+/// The headers of a tree that declares today's API, each in the file
+/// today's TFLM has it in.
+#[cfg(test)]
+pub fn write_todays_api(root: &Path) {
+    let micro = "tensorflow/lite/micro";
+    for (file, text) in [
+        (
+            "micro_interpreter.h",
+            "#define TFLITE_SCHEMA_VERSION (3)\nclass MicroInterpreter {\n  TfLiteEvalTensor* GetTensor(int);\n};\n",
+        ),
+        ("micro_mutable_op_resolver.h", "template <unsigned int N>\nclass MicroMutableOpResolver : public R {};\n"),
+        ("debug_log.h", "void DebugLog(const char* format, va_list args);\n"),
+        ("micro_log.h", "void MicroPrintf(const char* format, ...);\n"),
+        (
+            "micro_allocator.h",
+            "class MicroAllocator {\n static MicroAllocator* Create(SingleArenaBufferAllocator* memory_allocator,\n\
+             \x20     MicroMemoryPlanner* memory_planner);\n static size_t GetDefaultTailUsage(bool);\n};\n",
+        ),
+        (
+            "arena_allocator/single_arena_buffer_allocator.h",
+            "class SingleArenaBufferAllocator : public INonPersistentBufferAllocator {\n\
+             \x20 static SingleArenaBufferAllocator* Create(uint8_t* buffer_head, size_t buffer_size);\n\
+             \x20 uint8_t* AllocatePersistentBuffer(size_t size, size_t alignment) override;\n\
+             \x20 size_t GetNonPersistentUsedBytes() const override;\n};\n",
+        ),
+        ("memory_helpers.h", "uint8_t* AlignPointerUp(uint8_t* data, size_t alignment);\n"),
+        ("micro_arena_constants.h", "constexpr int MicroArenaBufferAlignment() { return 16; }\n"),
+        ("memory_planner/greedy_memory_planner.h", "class GreedyMemoryPlanner : public MicroMemoryPlanner {};\n"),
+    ] {
+        let path = root.join(micro).join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let schema = root.join("tensorflow/lite/schema/schema_generated.h");
+    fs::create_dir_all(schema.parent().unwrap()).unwrap();
+    fs::write(schema, "inline bool VerifyModelBuffer(flatbuffers::Verifier &verifier) {}\n").unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,47 +303,155 @@ mod tests {
         assert!(unknown.contains("defines Register_ADD"), "{unknown}");
     }
 
-    /// The API is read from the headers, each part on its own: a tree that
-    /// mixes them as no TFLM did is still read part by part.
+    /// The API is read from what the headers declare, each part on its
+    /// own and wherever its header lives: a tree that mixes them as no TFLM
+    /// did, or moves a header, is still read part by part; one that lacks a
+    /// part is refused naming it.
     #[test]
     fn the_api_is_what_the_headers_declare() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let micro = "tensorflow/lite/micro";
-        write(root, &format!("{micro}/debug_log.h"), "void DebugLog(const char* format, va_list args);");
-        write(root, &format!("{micro}/micro_log.h"), "void MicroPrintf(const char* format, ...);");
-        write(root, &format!("{micro}/arena_allocator/single_arena_buffer_allocator.h"), "");
-        write(root, &format!("{micro}/micro_interpreter.h"), "#define TFLITE_SCHEMA_VERSION (3)\n");
+        write_todays_api(root);
+        let api = Api::of(root).unwrap();
+        let headers = |api: &Api| -> Vec<String> { api.headers.iter().map(|(d, h)| format!("{d}={h}")).collect() };
+        assert_eq!(
+            api.defines()[..7],
+            [
+                "HM_DEBUG_LOG_VA_LIST",
+                "HM_PLANNER_GIVEN",
+                "HM_DEFAULT_TAIL_USAGE",
+                "HM_EVAL_TENSORS",
+                "HM_ARENA_PERSISTENT_BUFFER",
+                "HM_ARENA_PERSISTENT_USAGE",
+                "HM_ARENA_ALLOCATOR=SingleArenaBufferAllocator",
+            ]
+        );
+        assert_eq!(api.generation(root), Generation::Current);
+        assert!(headers(&api).contains(&format!("HM_ARENA_CONSTANTS_H={micro}/micro_arena_constants.h")));
+        assert_eq!(api.defines()[7], format!("HM_INTERPRETER_H=\"{micro}/micro_interpreter.h\""));
+
+        // The window of 2022-04 to 2022-07: the arena allocator under its
+        // earlier name in a folder of its own, created with a reporter, and
+        // no arena constants (the alignment is the allocator's source's).
+        fs::remove_file(root.join(micro).join("arena_allocator/single_arena_buffer_allocator.h")).unwrap();
+        fs::remove_file(root.join(micro).join("micro_arena_constants.h")).unwrap();
+        write(
+            root,
+            &format!("{micro}/arena_allocator/simple_memory_allocator.h"),
+            "class SimpleMemoryAllocator : public INonPersistentBufferAllocator {\n\
+             \x20 static SimpleMemoryAllocator* Create(ErrorReporter* error_reporter,\n\
+             \x20     uint8_t* buffer_head, size_t buffer_size);\n\
+             \x20 uint8_t* AllocatePersistentBuffer(size_t size, size_t alignment);\n\
+             \x20 size_t GetNonPersistentUsedBytes() const;\n};\n",
+        );
         write(
             root,
             &format!("{micro}/micro_allocator.h"),
-            "Create(uint8_t*, size_t, MicroMemoryPlanner* memory_planner);",
+            "class SimpleMemoryAllocator;\nclass MicroAllocator {\n\
+             \x20 static MicroAllocator* Create(SimpleMemoryAllocator* memory_allocator,\n\
+             \x20     MicroMemoryPlanner* memory_planner, ErrorReporter* error_reporter);\n\
+             \x20 static size_t GetDefaultTailUsage(bool is_memory_planner_given);\n};\n",
+        );
+        let err = Api::of(root).unwrap_err();
+        assert_eq!(
+            err,
+            "it says the arena's alignment neither by a function MicroArenaBufferAlignment nor as kBufferAlignment \
+             in its allocator's source"
         );
         write(root, &format!("{micro}/micro_allocator.cc"), "constexpr int kBufferAlignment = 16;");
-        let api = Api::of(root).unwrap();
-        assert_eq!(
-            api.defines(),
-            [
-                "HM_DEBUG_LOG_VA_LIST",
-                "HM_MICRO_LOG",
-                "HM_SINGLE_ARENA_BUFFER",
-                "HM_PLANNER_GIVEN",
-                "HM_BUFFER_ALIGNMENT=16"
-            ]
-        );
-        assert_eq!(api.generation(root), Generation::Between, "no GetDefaultTailUsage, no GetTensor");
-
-        write(root, &format!("{micro}/micro_arena_constants.h"), "");
-        write(root, &format!("{micro}/micro_allocator.h"), "MicroMemoryPlanner* memory_planner); GetDefaultTailUsage");
-        let api = Api::of(root).unwrap();
-        assert_eq!(api.generation(root), Generation::Tflm2023, "today's allocator, no GetTensor");
-        write(root, &format!("{micro}/micro_interpreter.h"), "TfLiteEvalTensor* GetTensor(int); TFLITE_SCHEMA_VERSION");
-        let api = Api::of(root).unwrap();
-        assert_eq!(api.buffer_alignment, 0);
-        assert_eq!(api.generation(root), Generation::Current);
-
-        fs::remove_file(root.join(micro).join("arena_allocator/single_arena_buffer_allocator.h")).unwrap();
         let err = Api::of(root).unwrap_err();
-        assert!(err.contains("single_arena_buffer_allocator.h nor simple_memory_allocator.h"), "{err}");
+        assert_eq!(
+            err,
+            "no header under tensorflow/ declares class MicroErrorReporter (its arena allocator is created with an \
+             ErrorReporter*)"
+        );
+        write(root, &format!("{micro}/logging/reporter.h"), "class MicroErrorReporter : public ErrorReporter {};");
+        let api = Api::of(root).unwrap();
+        let arena = api.arena.clone().unwrap();
+        assert_eq!(
+            (arena.class.as_str(), arena.create_with_reporter, arena.persistent_buffer, arena.persistent_usage),
+            ("SimpleMemoryAllocator", true, true, true)
+        );
+        assert!(api.defines().contains(&"HM_BUFFER_ALIGNMENT=16".to_owned()));
+        assert!(
+            headers(&api).contains(&format!("HM_ARENA_ALLOCATOR_H={micro}/arena_allocator/simple_memory_allocator.h"))
+        );
+        assert!(headers(&api).contains(&format!("HM_ERROR_REPORTER_H={micro}/logging/reporter.h")));
+        assert_eq!(api.generation(root), Generation::Between, "the arena allocator under its earlier name");
+
+        // A class forward-declared only is not declared.
+        write(root, &format!("{micro}/arena_allocator/simple_memory_allocator.h"), "class SimpleMemoryAllocator;\n");
+        let err = Api::of(root).unwrap_err();
+        assert_eq!(
+            err,
+            "no header under tensorflow/ declares class SimpleMemoryAllocator (MicroAllocator::Create takes a \
+             SimpleMemoryAllocator*)"
+        );
+    }
+
+    /// What each kind of declaration is, and what it is not.
+    #[test]
+    fn a_declaration_is_told_from_a_use() {
+        let class = Declares::Class("MicroAllocator");
+        assert!(class.within("class MicroAllocator {"));
+        assert!(class.within("  class MicroAllocator final : public Base {"));
+        assert!(class.within("class MicroAllocator\n    : public Base {"));
+        assert!(!class.within("class MicroAllocator;"));
+        assert!(!class.within("class MicroAllocatorTest {"));
+        assert!(!class.within("// class MicroAllocator {"));
+        let function = Declares::Function("MicroPrintf");
+        assert!(function.within("void MicroPrintf(const char* format, ...);"));
+        assert!(function.within("extern \"C\" void MicroPrintf(const char* s);"));
+        assert!(!function.within("void VMicroPrintf(const char* format, va_list args);"));
+        assert!(!function.within("  MicroPrintf(\"%d\", x);"));
+        assert!(!function.within("  return MicroPrintf(x);"));
+        assert!(!function.within("  x = MicroPrintf(x);"));
+        assert!(!function.within("#define MicroPrintf(...) Unused(__VA_ARGS__)"));
+        assert!(!function.within("// void MicroPrintf(const char* format, ...);"));
+        let constant = Declares::Function("MicroArenaBufferAlignment");
+        assert!(constant.within("constexpr int MicroArenaBufferAlignment() { return 16; }"));
+        assert!(!constant.within("        bytes_to_allocate, MicroArenaBufferAlignment());"));
+        let schema = Declares::Macro("TFLITE_SCHEMA_VERSION");
+        assert!(schema.within("#define TFLITE_SCHEMA_VERSION (3)"));
+        assert!(!schema.within("#define TFLITE_SCHEMA_VERSION_OLD (2)"));
+        assert!(!schema.within("#ifdef TFLITE_SCHEMA_VERSION"));
+        assert_eq!(
+            parameter_lists(
+                "static MicroAllocator* Create(\n   uint8_t* arena,\n size_t size);",
+                "MicroAllocator* Create"
+            ),
+            ["uint8_t* arena, size_t size"]
+        );
+    }
+
+    /// A source the Makefile lists twice, by one list or by two (the
+    /// window of 2021-04 to 2021-07 appends the kernels to the library's
+    /// sources), is in the tree once, as a kernel.
+    #[test]
+    fn a_source_named_twice_is_compiled_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write_todays_api(root);
+        for lib in ["flatbuffers/include", "gemmlowp", "ruy"] {
+            fs::create_dir_all(root.join("third_party").join(lib)).unwrap();
+        }
+        let kernels = "tensorflow/lite/micro/kernels";
+        for file in ["tensorflow/lite/micro/micro_interpreter.cc", &format!("{kernels}/conv.cc")] {
+            write(root, file, "");
+        }
+        write(
+            root,
+            "tensorflow/lite/micro/tools/make/Makefile",
+            &format!(
+                "MICROLITE_CC_KERNEL_SRCS := {kernels}/conv.cc {kernels}/conv.cc\n\
+                 MICROLITE_CC_SRCS := tensorflow/lite/micro/micro_interpreter.cc\n\
+                 MICROLITE_CC_SRCS += $(MICROLITE_CC_KERNEL_SRCS)\n\
+                 THIRD_PARTY_CC_HDRS :=\nTHIRD_PARTY_CC_HDRS_BASE :=\n"
+            ),
+        );
+        let tree = Tree::at(root).unwrap();
+        assert_eq!(tree.core, [root.join("tensorflow/lite/micro/micro_interpreter.cc")]);
+        assert_eq!(tree.kernels, [root.join(kernels).join("conv.cc")]);
     }
 }

@@ -245,3 +245,28 @@ fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
         eprintln!("tries at {per_million} ppm, copies of each frame {copies}: {tries:?}");
     }
 }
+
+/// A TFLM tree whose library does not compile ends the build with an error
+/// that names the tree, the step and the source that failed, not with a
+/// panic of the build script.
+#[test]
+fn a_tree_that_does_not_compile_is_an_error_naming_the_tree_the_step_and_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundled = harness::model::tree::bundled_root().unwrap();
+    let copied = std::process::Command::new("cp").arg("-R").arg(bundled.join("tensorflow")).arg(dir.path()).status();
+    assert!(copied.unwrap().success());
+    let kernel = dir.path().join("tensorflow/lite/micro/kernels/fully_connected.cc");
+    let mut text = std::fs::read_to_string(&kernel).unwrap();
+    text.push_str("\n#error a kernel that does not compile\n");
+    std::fs::write(&kernel, text).unwrap();
+
+    let mut options = hello_world_in(SINGLE_FRAME);
+    options.boards = vec!["host".into()];
+    options.tflm = Some(dir.path().display().to_string());
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    let [failed] = &results.failed[..] else { panic!("one failure: {:#?}", results.failed) };
+    let error = &failed.error;
+    assert!(error.contains(&format!("error: {}: compiling", dir.path().display())), "{error}");
+    assert!(error.contains("of its library failed") && error.contains("fully_connected.cc"), "{error}");
+    assert!(!error.contains("panicked"), "{error}");
+}
