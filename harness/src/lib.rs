@@ -18,7 +18,8 @@
 //! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`],
 //! [`children`] and [`gitrepo`] are helpers any folder may use (and that
 //! use none of them); [`doctor`]
-//! (the machine's tools) and [`bench`] (what hilmem costs) use the folders.
+//! (the machine's tools), [`bench`] (what hilmem costs) and [`sweep`]
+//! (TFLM's history, a tree a month) use the folders.
 
 pub mod bench;
 pub mod children;
@@ -31,6 +32,7 @@ pub mod report;
 pub mod run;
 pub mod spec;
 pub mod strict_toml;
+pub mod sweep;
 pub mod target;
 pub mod verdict;
 pub mod workspace;

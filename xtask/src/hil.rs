@@ -285,7 +285,8 @@ fn shown(ws: &Workspace, path: &std::path::Path) -> String {
     path.strip_prefix(ws.root()).unwrap_or(path).display().to_string()
 }
 
-fn show_progress(event: Event) {
+/// A run's progress, a line per step, on standard error.
+pub fn show_progress(event: Event) {
     match event {
         Event::Building { board, model, variant: Variant::Recording, .. } => {
             eprintln!("{board}/{model}: building the image over TFLM's recording allocator, for its breakdown")

@@ -14,6 +14,7 @@ mod hil;
 mod matrix;
 mod mutants;
 mod report;
+mod sweep;
 mod test;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,8 @@ enum Command {
     Doctor,
     /// Run the whole test suite, after the doctor's set-up.
     Test(test::Args),
+    /// TFLM's history, one tree a month from clones of its repositories, each run with hello_world on the default board.
+    Sweep(sweep::Args),
 }
 
 fn main() {
@@ -72,6 +75,7 @@ fn main() {
         Command::Report(args) => report::run(args),
         Command::Doctor => doctor::run(),
         Command::Test(args) => test::run(args),
+        Command::Sweep(args) => sweep::run(args),
     };
     let code = result.unwrap_or_else(|err| {
         eprintln!("error: {err:#}");

@@ -13,7 +13,7 @@ const LAYERS: [&str; 6] = ["model", "spec", "target", "run", "verdict", "report"
 /// Files at the root that any folder may use and that use no folder.
 const HELPERS: [&str; 6] = ["workspace", "strict_toml", "fsutil", "fuzz", "children", "gitrepo"];
 /// Files at the root that use the folders and that no folder uses.
-const TOOLS: [&str; 2] = ["doctor", "bench"];
+const TOOLS: [&str; 3] = ["doctor", "bench", "sweep"];
 
 /// Where a top-level module stands: helpers 0, the folders 1 to 6, tools 7.
 fn rank(top: &str) -> Option<usize> {
