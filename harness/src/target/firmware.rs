@@ -29,10 +29,22 @@ pub enum BuildError {
     Model(#[from] ModelsError),
     #[error("board `{board}`: {what}: {source}")]
     Io { board: String, what: String, source: std::io::Error },
-    #[error("firmware build for board `{board}`, model `{model}` failed:\n{log}")]
+    #[error("firmware build for board `{board}`, model `{model}` failed{}:\n{log}", cause(log))]
     Cargo { board: String, model: String, log: String },
     #[error("path {0} is not UTF-8; move the checkout or the model to a UTF-8 path")]
     NonUtf8Path(PathBuf),
+}
+
+/// What a failed build's own error lines say (the build script's, the
+/// compiler's), beyond cargo's account of which crate failed: `: LINE` for
+/// the last of them, or nothing.
+fn cause(log: &str) -> String {
+    let cargo_own = ["error: failed to run custom build command", "error: could not compile"];
+    log.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("error: ") && !cargo_own.iter().any(|c| l.starts_with(c)))
+        .last()
+        .map_or_else(String::new, |line| format!(": {}", &line["error: ".len()..]))
 }
 
 /// A built firmware image.

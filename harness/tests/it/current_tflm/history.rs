@@ -63,14 +63,21 @@ fn every_tree_of_tflms_history_builds_and_runs() {
             options.scenarios = vec![SINGLE_FRAME.into()];
             options.tflm = Some(tree.display().to_string());
             let results = run::run(&ws(), &options, &|_| {}).unwrap();
-            assert!(results.failed.is_empty(), "{}: {:#?}", tree.display(), results.failed);
+            // An operator an early TFLM registers can lack a type a later
+            // converter gives it (2021's STRIDED_SLICE has no int32): that
+            // example fails with TFLM's own words; hello_world never does.
+            let (unsupported, failed): (Vec<_>, Vec<_>) = results
+                .failed
+                .iter()
+                .partition(|f| f.model != "hello_world" && f.error.contains("not supported.; Node "));
+            assert!(failed.is_empty(), "{}: {failed:#?}", tree.display());
             // Each image names the runtime and its generation.
             for image in &results.images {
                 let named = (image.tflm.as_str(), image.tflm_generation.as_str());
                 assert_eq!(named, (runtime.identity.as_str(), runtime.generation().name()));
             }
             let measured: Vec<&Measurement> = ran(&results).collect();
-            assert_eq!(measured.len(), boards.len() * names.len(), "{}", tree.display());
+            assert_eq!(measured.len() + unsupported.len(), boards.len() * names.len(), "{}", tree.display());
             for record in measured {
                 assert!(record.passed(), "{} {}/{}: {:?}", tree.display(), record.board, record.model, record.checks);
                 // The record took head and tail from TFLM's own lines and
