@@ -125,7 +125,7 @@ fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result
     // Started as the harness starts its emulators, so both sides pay the same.
     let mut command = Command::new(QEMU);
     command
-        .args(qemu_args(board, elf))
+        .args(qemu_args(board, elf, None))
         .args(STDIO_UART)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

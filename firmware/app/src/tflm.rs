@@ -176,6 +176,17 @@ pub fn set_input(index: u32, data: &[u8]) -> Result<(), (u32, u32)> {
     Ok(())
 }
 
+/// Input tensor 0's bytes in the arena: where a zero-copy capture would
+/// write (empty when there is no input tensor).
+pub fn input_bytes() -> &'static mut [u8] {
+    match describe(tflm_sys::hm_tflm_input, 0) {
+        // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena,
+        // valid until the next load.
+        Ok(t) => unsafe { core::slice::from_raw_parts_mut(t.data as *mut u8, t.bytes as usize) },
+        Err(_) => &mut [],
+    }
+}
+
 /// Output tensor 0: how to read it, and its bytes in the arena.
 pub struct Output {
     kind: i32,

@@ -215,7 +215,8 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     if options.frames <= WARM_UP_FRAMES {
         return Err(ConfigError::TooFewFrames(options.frames));
     }
-    if !options.build_only && !models.iter().any(|m| options.scenarios.iter().any(|s| runs_for(m, s))) {
+    let runs_anything = |m: &ModelSpec| options.scenarios.iter().any(|s| boards.iter().any(|b| runs_for(m, s, b)));
+    if !options.build_only && !models.iter().any(runs_anything) {
         return Err(ConfigError::NothingToRun(file.clone(), options.scenarios.clone()));
     }
 
@@ -303,7 +304,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     // only runs none.
     let selected: Vec<&String> = match options.build_only {
         true => Vec::new(),
-        false => options.scenarios.iter().filter(|s| runs_for(spec, s)).collect(),
+        false => options.scenarios.iter().filter(|s| runs_for(spec, s, board)).collect(),
     };
     if selected.is_empty() && !options.build_only {
         return (None, Vec::new());
@@ -509,7 +510,8 @@ pub fn execute(
     if found != expected {
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
-    let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
+    let mut target = runner::start(board, &firmware.elf, options, measurement::icount_shift(board, scenario))
+        .map_err(|e| RunError::Runner(e, context.clone()))?;
     runner::drive(target.as_mut(), scenario, frames, timeout, options, still_running)
         .map_err(|e| RunError::Runner(e, context))
 }

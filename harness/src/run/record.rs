@@ -10,8 +10,8 @@ use hilmem_protocol::exit;
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, NOT_REPORTED, RECORDED,
-    SINGLE_FRAME,
+    checks, clock_note, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, DMA_STREAM, DMA_STREAM_SLOW,
+    MULTI_MODEL, NOT_REPORTED, RECORDED, SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
@@ -24,6 +24,13 @@ use crate::target::runner::{Ending, Run, RunnerError};
 /// The note a single-frame record on a 32-bit board carries instead of a
 /// prediction: why there is none.
 pub const NOT_PREDICTED: &str = "arena_not_predicted";
+
+/// The note of a capture record that names the clock it ran at.
+pub const CLOCK: &str = "clock";
+
+/// The least an exception stacks on a Cortex-M (8 words), which a stack
+/// bound adds to the thread's peak at the least.
+const MIN_EXCEPTION_FRAME: i64 = 32;
 
 /// Lines of firmware output shown when a run goes wrong.
 const TAIL_LINES: usize = 12;
@@ -197,10 +204,13 @@ pub fn record(
     }
 
     let mut metrics = image_figures(firmware, sizes);
-    let required = metric::FROM_FIRMWARE
-        .iter()
-        .chain(metric::required_by(scenario))
-        .chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
+    // A host process has its peak resident set; a Cortex-M board its
+    // handlers' stack and the stack's bound.
+    let platform: &[&str] = match sizes.flash_bytes {
+        None => &[metric::RSS_PEAK_BYTES],
+        Some(_) => &metric::FROM_CORTEX_M,
+    };
+    let required = metric::FROM_FIRMWARE.iter().chain(metric::required_by(scenario)).chain(platform);
     for name in required.copied().chain(residents.iter().map(String::as_str)) {
         if !session.metrics.contains_key(name) {
             return Err(missing(format!("the firmware did not report `{name}`")));
@@ -209,6 +219,15 @@ pub fn record(
     // Everything the firmware reported (each a reportable figure, checked
     // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
+    if let Some(&bound) = metrics.get(metric::STACK_BOUND_BYTES) {
+        let parts = metrics[metric::STACK_PEAK_BYTES] + metrics[metric::INTERRUPT_STACK_PEAK_BYTES];
+        if bound < parts + MIN_EXCEPTION_FRAME {
+            return Err(target(format!(
+                "the firmware's stack bound ({bound} bytes) is less than the thread's and the handlers' peaks \
+                 ({parts} bytes) and an exception frame"
+            )));
+        }
+    }
     // TFLM's split of the arena, from the lines it printed (see
     // [`owners`]). Those lines carry no checksum: each must add up to the
     // figure that came in a checked frame, or one of them was damaged on
@@ -233,6 +252,9 @@ pub fn record(
     // The analyzer predicts for 32-bit Arm, for the firmware's TFLM; where
     // it cannot, the record says why.
     let mut notes = session.notes.clone();
+    if matches!(scenario, DMA_STREAM | DMA_STREAM_SLOW) {
+        notes.insert(CLOCK.into(), clock_note(board, scenario));
+    }
     let mut arena_prediction = None;
     if (scenario == SINGLE_FRAME || scenario == MULTI_MODEL) && predicts_for(board) {
         let cannot = |e: ReadError| target(format!("the analyzer cannot predict the arena of the model it ran: {e}"));
@@ -470,10 +492,17 @@ mod tests {
         Frame::Hello { board, model, arena_capacity: arena, stack_size: 16384 }
     }
 
+    /// What a Cortex-M board's firmware reports of its stacks: the
+    /// handlers' peak, and the bound of the thread's (1472) and theirs with
+    /// one exception frame of 108 bytes.
+    const STACKS: [(&str, i64); 2] =
+        [(metric::INTERRUPT_STACK_PEAK_BYTES, 200), (metric::STACK_BOUND_BYTES, 1472 + 200 + 108)];
+
     /// What a clean single-frame run of hello_world says, in order.
     fn clean() -> Vec<Frame<'static>> {
         let mut frames = vec![hello("qemu-m7", "hello_world", 3072)];
         frames.extend(metric::FROM_FIRMWARE.iter().map(|&name| Frame::Metric { name, value: 1472 }));
+        frames.extend(STACKS.iter().map(|&(name, value)| Frame::Metric { name, value }));
         frames.push(Frame::Output { input: "x-0", class: 0, value: 0.0 });
         frames.push(Frame::Output { input: "x-half-pi", class: 0, value: 1.0 });
         frames.push(Frame::Done { ok: true });
@@ -508,9 +537,66 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         expected.extend(metric::FROM_FIRMWARE.iter().map(|&name| (name.to_owned(), 1472)));
+        expected.extend(STACKS.iter().map(|&(name, value)| (name.to_owned(), value)));
         assert_eq!(r.metrics, expected);
         assert_eq!(r.arena_prediction, Some(ArenaPrediction { predicted_bytes: 1472, measured_bytes: 1472 }));
         assert!(r.passed(), "{:?}", r.checks);
+    }
+
+    /// A capture record names the clock it ran at; no other does.
+    #[test]
+    fn a_capture_record_names_its_clock() {
+        let (board, model, firmware, sizes) = setup();
+        let mut frames = clean();
+        let at = frames.len() - 3;
+        let extra = metric::required_by(DMA_STREAM).iter().map(|&name| Frame::Metric { name, value: 2 });
+        frames.splice(at..at, extra);
+        for (scenario, shift) in [(DMA_STREAM, 1), (DMA_STREAM_SLOW, 4)] {
+            let r =
+                record(&board, &model, &firmware, sizes, scenario, &run(&frames, Ending::Exited(exit::OK))).unwrap();
+            let note = format!("-icount shift={shift}: {} M instructions a second", 1000 >> shift);
+            assert_eq!(r.notes.get(CLOCK), Some(&note), "{scenario}");
+        }
+        let r =
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), Ending::Exited(exit::OK))).unwrap();
+        assert_eq!(r.notes.get(CLOCK), None);
+    }
+
+    /// A Cortex-M board's record has its handlers' stack and the stack's
+    /// bound, and a bound less than the thread's and the handlers' peaks and
+    /// the least exception frame is a firmware not telling the truth.
+    #[test]
+    fn a_cortex_m_record_has_its_stacks_and_a_bound_that_holds_them() {
+        for name in metric::FROM_CORTEX_M {
+            let without: Vec<Frame> =
+                clean().into_iter().filter(|f| !matches!(f, Frame::Metric { name: n, .. } if *n == name)).collect();
+            let err = refused(&without, Ending::Exited(exit::OK));
+            assert!(err.contains(&format!("the firmware did not report `{name}`")), "{err}");
+        }
+        let with_bound = |bound: i64| -> Vec<Frame> {
+            clean()
+                .into_iter()
+                .map(|f| match f {
+                    Frame::Metric { name, .. } if name == metric::STACK_BOUND_BYTES => {
+                        Frame::Metric { name, value: bound }
+                    }
+                    f => f,
+                })
+                .collect()
+        };
+        let (board, model, firmware, sizes) = setup();
+        let least = 1472 + 200 + 32;
+        let r =
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&with_bound(least), Ending::Exited(exit::OK)));
+        assert_eq!(r.unwrap().metrics[metric::STACK_BOUND_BYTES], least);
+        let err = refused(&with_bound(least - 1), Ending::Exited(exit::OK));
+        assert!(
+            err.contains(
+                "the firmware's stack bound (1703 bytes) is less than the thread's and the handlers' peaks \
+                          (1672 bytes) and an exception frame"
+            ),
+            "{err}"
+        );
     }
 
     /// TFLM's printed head and tail come as log lines, without a checksum:

@@ -67,11 +67,31 @@ pub struct ModelSpec {
     pub inputs: Vec<InputSpec>,
     /// The update the concurrent-OTA scenario delivers while this model runs.
     pub ota: OtaSpec,
+    /// The camera of the capture scenario.
+    pub capture: CaptureSpec,
     /// For a set of resident models (a `[[set]]`, run by the multi-model
     /// scenario only): its models. The fields above are then its first
     /// model's, but for the name and, when they share one, the arena.
     pub set: Option<SetSpec>,
 }
+
+/// The camera the capture scenario (`dma-stream`) emulates: how many
+/// buffers it fills, and how many frames a second it makes, in the board's
+/// time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureSpec {
+    pub buffers: u32,
+    pub frame_rate_hz: u32,
+}
+
+impl Default for CaptureSpec {
+    fn default() -> Self {
+        CaptureSpec { buffers: 3, frame_rate_hz: 20 }
+    }
+}
+
+/// Most capture buffers a model may ask for.
+pub const MAX_CAPTURE_BUFFERS: u32 = 16;
 
 /// Models resident together, loaded in this order and run one after
 /// another frame by frame.
@@ -224,6 +244,8 @@ struct RawModel {
     #[serde(rename = "input", default)]
     inputs: Vec<RawInput>,
     ota: Option<RawOta>,
+    capture_buffers: Option<u32>,
+    frame_rate_hz: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -329,6 +351,17 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             };
             inputs.push(InputSpec { name: raw_input.name, data, expect });
         }
+        let defaults = CaptureSpec::default();
+        let capture = CaptureSpec {
+            buffers: raw_model.capture_buffers.unwrap_or(defaults.buffers),
+            frame_rate_hz: raw_model.frame_rate_hz.unwrap_or(defaults.frame_rate_hz),
+        };
+        if !(1..=MAX_CAPTURE_BUFFERS).contains(&capture.buffers) {
+            return Err(invalid(key("capture_buffers"), &format!("give 1 to {MAX_CAPTURE_BUFFERS} buffers")));
+        }
+        if !(1..=1000).contains(&capture.frame_rate_hz) {
+            return Err(invalid(key("frame_rate_hz"), "give 1 to 1000 frames a second"));
+        }
         models.push(Partial {
             name: raw_model.name,
             file: base.join(raw_model.file),
@@ -337,6 +370,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             kernels,
             inputs,
             ota: raw_model.ota,
+            capture,
         });
     }
     if models.is_empty() {
@@ -354,6 +388,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             kernels: model.kernels,
             inputs: model.inputs.clone(),
             ota,
+            capture: model.capture,
             set: None,
         });
     }
@@ -438,6 +473,7 @@ struct Partial {
     kernels: Kernels,
     inputs: Vec<InputSpec>,
     ota: Option<RawOta>,
+    capture: CaptureSpec,
 }
 
 /// The update for `model`: as configured, or by default the same model one
@@ -1020,6 +1056,7 @@ expect_class = 2
             kernels: Kernels::Reference,
             inputs: vec![],
             ota,
+            capture: CaptureSpec::default(),
             set: None,
         };
         let err = spec.read(&Runtime::bundled()).unwrap_err().to_string();

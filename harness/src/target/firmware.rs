@@ -42,8 +42,7 @@ fn cause(log: &str) -> String {
     let cargo_own = ["error: failed to run custom build command", "error: could not compile"];
     log.lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("error: ") && !cargo_own.iter().any(|c| l.starts_with(c)))
-        .last()
+        .rfind(|l| l.starts_with("error: ") && !cargo_own.iter().any(|c| l.starts_with(c)))
         .map_or_else(String::new, |line| format!(": {}", &line["error: ".len()..]))
 }
 
@@ -164,6 +163,26 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     );
     if let Some(machine) = board.qemu_machine() {
         config += &format!("pub const UART_BASE: usize = {:#x};\n", machine.uart);
+    }
+    // The capture scenario's camera: its buffers and frame period, and on
+    // bare metal the timer it runs on (QEMU's machines have one) and the
+    // clock SysTick counts for the housekeeping.
+    config += &format!(
+        "pub const CAPTURE_BUFFERS: usize = {};\npub const FRAME_PERIOD_US: u32 = {};\n",
+        spec.capture.buffers,
+        1_000_000 / spec.capture.frame_rate_hz
+    );
+    if let Layout::BareMetal(_) = board.layout {
+        let (timer, systick_hz) = match board.qemu_machine() {
+            Some(m) => {
+                let (base, irq, hz) = m.capture_timer;
+                (format!("Some(({base:#x}, {irq}, {hz}))"), m.systick_hz)
+            }
+            None => ("None".to_owned(), 0),
+        };
+        config += &format!(
+            "pub const CAPTURE_TIMER: Option<(usize, u16, u32)> = {timer};\npub const SYSTICK_HZ: u32 = {systick_hz};\n"
+        );
     }
     if let Layout::Process { stack_bytes } = board.layout {
         config += &format!("pub const STACK_BYTES: usize = {stack_bytes};\n");
@@ -320,6 +339,9 @@ pub enum Variant {
     /// The interpreter over TFLM's recording allocator, for its breakdown of
     /// the arena (a current TFLM only).
     Recording,
+    /// The managed buffers' lifecycle checks compiled out (only to show, in
+    /// the capture self-tests, the hazards they prevent).
+    UncheckedLifecycle,
 }
 
 impl Variant {
@@ -331,6 +353,7 @@ impl Variant {
             Variant::InjectLeak => features.push("inject-leak"),
             Variant::Uninstrumented => args.push("--no-default-features".to_owned()),
             Variant::Recording => features.push("tflm-recording"),
+            Variant::UncheckedLifecycle => features.push("unchecked-lifecycle"),
         }
         args.extend(["--features".to_owned(), features.join(",")]);
         args
@@ -342,6 +365,7 @@ impl Variant {
             Variant::InjectLeak => "+inject-leak",
             Variant::Uninstrumented => "+uninstrumented",
             Variant::Recording => "+recording",
+            Variant::UncheckedLifecycle => "+unchecked-lifecycle",
         }
     }
 }

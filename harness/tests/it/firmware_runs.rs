@@ -132,7 +132,7 @@ fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
     board.transport = harness::spec::board::Transport::Pty;
     let model = model("hello_world");
     let (firmware, _) = build(&board, &model);
-    let mut target = runner::start(&board, &firmware.elf, &RunOptions::default()).unwrap();
+    let mut target = runner::start(&board, &firmware.elf, &RunOptions::default(), None).unwrap();
     // QEMU's UART is the pty (not its stdio, which a fallback would use).
     let pid = target.process().expect("QEMU's process");
     // (Empty while the process is still being exec'd.)
