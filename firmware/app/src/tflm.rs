@@ -102,11 +102,22 @@ fn check(code: i32) -> Result<(), Error> {
     }
 }
 
+/// The slot [`select`] chose last.
+static SELECTED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
 /// Makes `slot` (one per model the image holds) the one the other calls act
 /// on; slot 0 is chosen at boot.
 pub fn select(slot: u32) -> Result<(), Error> {
     // SAFETY: plain setter, checked by the shim.
-    check(unsafe { tflm_sys::hm_tflm_select(slot) })
+    check(unsafe { tflm_sys::hm_tflm_select(slot) })?;
+    SELECTED.store(slot, core::sync::atomic::Ordering::SeqCst);
+    Ok(())
+}
+
+/// The slot the calls act on now: what an interrupt that infers with another
+/// model selects again before it returns.
+pub fn selected() -> u32 {
+    SELECTED.load(core::sync::atomic::Ordering::SeqCst)
 }
 
 /// Loads `model` into the chosen slot over slot 0's allocator and arena:
@@ -174,6 +185,16 @@ pub fn set_input(index: u32, data: &[u8]) -> Result<(), (u32, u32)> {
     // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena.
     unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), t.data as *mut u8, data.len()) };
     Ok(())
+}
+
+/// One inference of the chosen slot's model on `data` (its input tensor's
+/// bytes exactly), and its answer, with nothing but the arena: what a model
+/// inferring from an interrupt does.
+pub fn answer_for(data: &[u8]) -> Result<(u32, f32), Error> {
+    set_input(0, data).map_err(|_| Error { code: status::NO_TENSOR })?;
+    invoke()?;
+    let output = output()?;
+    Ok(output.answer(output.bytes))
 }
 
 /// Input tensor 0's bytes in the arena: where a zero-copy capture would

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::analysis::Sharing;
 use crate::spec::board::{Board, Runner};
 use crate::spec::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
 use crate::target::footprint::Footprint;
@@ -77,6 +78,10 @@ pub mod metric {
     /// context) and the handlers' peak.
     pub const INTERRUPT_STACK_PEAK_BYTES: &str = "interrupt_stack_peak_bytes";
     pub const STACK_BOUND_BYTES: &str = "stack_bound_bytes";
+    /// In a set whose model infers from an interrupt: its inferences, and
+    /// those that began while another model's ran.
+    pub const INTERRUPT_INFERENCES: &str = "interrupt_inferences";
+    pub const PREEMPTIONS: &str = "preemptions";
 
     /// The figures the host reads from the model file and the ELF: a
     /// firmware that reports one is refused, so the linker's facts never
@@ -85,7 +90,7 @@ pub mod metric {
         [MODEL_BYTES, FLASH_BYTES, STATIC_RAM_BYTES, ARENA_CAPACITY_BYTES, POOL_CAPACITY_BYTES];
 
     /// Every figure a firmware may report; any other name is refused.
-    pub const REPORTABLE: [&str; 24] = [
+    pub const REPORTABLE: [&str; 26] = [
         ARENA_USED_BYTES,
         ARENA_TOUCHED_BYTES,
         HEAP_PEAK_BYTES,
@@ -110,6 +115,8 @@ pub mod metric {
         INTERRUPT_NESTING_PEAK,
         INTERRUPT_STACK_PEAK_BYTES,
         STACK_BOUND_BYTES,
+        INTERRUPT_INFERENCES,
+        PREEMPTIONS,
     ];
 
     /// The figures every run on a Cortex-M board must report besides
@@ -224,6 +231,8 @@ pub fn runs_for(model: &ModelSpec, scenario: &str, board: &Board) -> bool {
     let capture = matches!(scenario, DMA_STREAM | "selftest-capture-filling" | "selftest-zero-copy");
     if (capture && !board.is_emulated()) || (scenario == DMA_STREAM_SLOW && !board.is_qemu()) {
         false
+    } else if scenario == SHARED_PREEMPTION {
+        model.set.as_ref().is_some_and(|set| set.sharing == Sharing::Shared) && board.is_emulated()
     } else if SELF_TESTS.contains(&scenario) {
         model.set.is_none()
     } else {
@@ -236,7 +245,7 @@ pub fn runs_for(model: &ModelSpec, scenario: &str, board: &Board) -> bool {
 /// figure only the linker knows, an allocation from a heap), so none may
 /// become a measurement. `hil --scenario` runs them to see that a board's
 /// runner and transport report each one.
-pub const SELF_TESTS: [&str; 8] = [
+pub const SELF_TESTS: [&str; 9] = [
     "selftest-panic",
     "selftest-hardfault",
     "selftest-hang",
@@ -245,7 +254,11 @@ pub const SELF_TESTS: [&str; 8] = [
     "selftest-operator-new",
     "selftest-capture-filling",
     "selftest-zero-copy",
+    SHARED_PREEMPTION,
 ];
+/// The self-test of a set in a shared arena: its last model infers from an
+/// interrupt over the others, which the arena's owner check must refuse.
+pub const SHARED_PREEMPTION: &str = "selftest-shared-preemption";
 /// Frames of the streaming scenarios unless told otherwise: enough to see the
 /// watermarks settle after the firmware's four warm-up frames.
 pub const DEFAULT_FRAMES: u32 = 16;

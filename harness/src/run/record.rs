@@ -210,7 +210,11 @@ pub fn record(
         None => &[metric::RSS_PEAK_BYTES],
         Some(_) => &metric::FROM_CORTEX_M,
     };
-    let required = metric::FROM_FIRMWARE.iter().chain(metric::required_by(scenario)).chain(platform);
+    let interrupt: &[&str] = match spec.set.as_ref().and_then(|set| set.interrupt) {
+        Some(_) if scenario == MULTI_MODEL => &[metric::INTERRUPT_INFERENCES, metric::PREEMPTIONS],
+        _ => &[],
+    };
+    let required = metric::FROM_FIRMWARE.iter().chain(metric::required_by(scenario)).chain(platform).chain(interrupt);
     for name in required.copied().chain(residents.iter().map(String::as_str)) {
         if !session.metrics.contains_key(name) {
             return Err(missing(format!("the firmware did not report `{name}`")));
@@ -883,7 +887,7 @@ mod tests {
         let (_, model, _, _) = setup();
         let member = |name: &str| ModelSpec { name: name.into(), ..model.spec.clone() };
         let mut set = ModelSpec { name: "pair".into(), ..model.spec.clone() };
-        set.set = Some(SetSpec { models: vec![member("a"), member("b")], sharing: Sharing::Separate });
+        set.set = Some(SetSpec { models: vec![member("a"), member("b")], sharing: Sharing::Separate, interrupt: None });
         let owned = owners(&set, vec![1, 2, 3]).unwrap();
         assert_eq!(owned, [(Some("a"), 1), (Some("b"), 2)]);
         assert_eq!(owners(&model.spec, vec![1, 2]).unwrap(), [(None, 2)]);
@@ -895,6 +899,54 @@ mod tests {
         printed.extend(print(16, Some("Recorded op_data")));
         let third = prints(&printed)[2];
         assert_eq!(breakdown_in(third).unwrap_err(), "`Recorded op_data: U used, R requested, C allocations`");
+    }
+
+    /// A set whose model infers from an interrupt reports how often it did
+    /// and how often it preempted another: a record without them is refused.
+    #[test]
+    fn a_set_with_an_interrupt_model_reports_its_inferences() {
+        let (board, mut model, firmware, sizes) = setup();
+        let member = |name: &str| ModelSpec { name: name.into(), ..model.spec.clone() };
+        let (a, b) = (member("a"), member("b"));
+        model.spec = ModelSpec { name: "pair".into(), ..model.spec.clone() };
+        model.spec.set = Some(SetSpec { models: vec![a, b], sharing: Sharing::Separate, interrupt: Some((1, 20)) });
+        let frames = |interrupt: bool| -> Vec<Frame<'static>> {
+            let mut frames = vec![hello("qemu-m7", "pair", 3072)];
+            frames.extend(metric::FROM_FIRMWARE.iter().map(|&name| Frame::Metric { name, value: 1472 }));
+            frames.extend(STACKS.iter().map(|&(name, value)| Frame::Metric { name, value }));
+            frames.push(Frame::Metric { name: metric::FRAMES, value: 16 });
+            frames.push(Frame::Metric { name: "a_arena_used_bytes", value: 736 });
+            frames.push(Frame::Metric { name: "b_arena_used_bytes", value: 736 });
+            if interrupt {
+                frames.push(Frame::Metric { name: metric::INTERRUPT_INFERENCES, value: 40 });
+                frames.push(Frame::Metric { name: metric::PREEMPTIONS, value: 12 });
+            }
+            frames.push(Frame::Output { input: "a", class: 0, value: 0.0 });
+            frames.push(Frame::Output { input: "b", class: 0, value: 0.0 });
+            frames.push(Frame::Done { ok: true });
+            frames
+        };
+        let recorded = |model: &Model, frames: &[Frame]| {
+            let lines = lines(frames);
+            let mut session = crate::target::session::Session::default();
+            for (i, line) in lines.iter().enumerate() {
+                session.feed(line);
+                if i == 0 {
+                    for print in ["Head usage: 32 bytes", "Tail usage: 704 bytes"].repeat(2) {
+                        session.feed(print);
+                    }
+                }
+            }
+            let run = Run { session, ending: Ending::Exited(exit::OK), diagnostics: String::new(), process: None };
+            record(&board, model, &firmware, sizes, MULTI_MODEL, &run)
+        };
+        let r = recorded(&model, &frames(true)).unwrap();
+        assert_eq!((r.metrics[metric::INTERRUPT_INFERENCES], r.metrics[metric::PREEMPTIONS]), (40, 12));
+        let err = recorded(&model, &frames(false)).unwrap_err().to_string();
+        assert!(err.contains("the firmware did not report `interrupt_inferences`"), "{err}");
+        // A set without an interrupt model needs neither.
+        model.spec.set.as_mut().unwrap().interrupt = None;
+        assert!(recorded(&model, &frames(false)).is_ok());
     }
 
     /// A missing or garbled line names what was expected.

@@ -99,6 +99,9 @@ pub const MAX_CAPTURE_BUFFERS: u32 = 16;
 pub struct SetSpec {
     pub models: Vec<ModelSpec>,
     pub sharing: Sharing,
+    /// The model that infers from an interrupt, preempting the others, if
+    /// any: its index in `models` and its period in milliseconds.
+    pub interrupt: Option<(usize, u32)>,
 }
 
 /// A model update: which model arrives, what its metadata claims, and whether
@@ -218,6 +221,15 @@ struct RawSet {
     arena_bytes: Option<u32>,
     #[serde(default)]
     concurrent: bool,
+    interrupt: Option<RawInterrupt>,
+}
+
+/// A set's model that infers from a periodic interrupt.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInterrupt {
+    model: String,
+    every_ms: u32,
 }
 
 /// Most models a set holds: each is an interpreter slot in the image's
@@ -438,6 +450,30 @@ fn set_spec(raw: &RawSet, models: &[ModelSpec]) -> Result<ModelSpec, (&'static s
         }
         members.push(model.clone());
     }
+    let interrupt = match &raw.interrupt {
+        None => None,
+        Some(RawInterrupt { model, every_ms }) => {
+            let slot = members.iter().position(|m| &m.name == model).ok_or_else(|| {
+                ("interrupt.model", format!("`{model}` is not a model of the set ({})", raw.models.join(", ")))
+            })?;
+            if !(1..=10_000).contains(every_ms) {
+                return Err(("interrupt.every_ms", format!("{every_ms}: give 1 to 10000 milliseconds")));
+            }
+            if raw.arena == Sharing::Shared {
+                let others: Vec<&str> = raw.models.iter().filter(|m| *m != model).map(String::as_str).collect();
+                return Err((
+                    "interrupt",
+                    format!(
+                        "`{model}` infers from an interrupt over `{}`, and the set shares one arena: sharing an \
+                         arena is safe for serial inference only (one interpreter's plan would overwrite the \
+                         other's live tensors); use arena = \"separate\"",
+                        others.join("`, `")
+                    ),
+                ));
+            }
+            Some((slot, *every_ms))
+        }
+    };
     let arena = match (raw.arena, raw.arena_bytes, raw.concurrent) {
         (Sharing::Shared, _, true) => {
             return Err((
@@ -459,7 +495,7 @@ fn set_spec(raw: &RawSet, models: &[ModelSpec]) -> Result<ModelSpec, (&'static s
     Ok(ModelSpec {
         name: raw.name.clone(),
         arena,
-        set: Some(SetSpec { models: members.clone(), sharing: raw.arena }),
+        set: Some(SetSpec { models: members.clone(), sharing: raw.arena, interrupt }),
         ..members[0].clone()
     })
 }
@@ -976,6 +1012,10 @@ expect_class = 2
         assert_eq!(spec.models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["n", "m"]);
         let separate = load_text(&with_set("models = [\"m\", \"n\"]\narena = \"separate\"")).unwrap();
         assert_eq!(separate[2].set.as_ref().unwrap().sharing, Sharing::Separate);
+        assert_eq!(separate[2].set.as_ref().unwrap().interrupt, None);
+        let preempting =
+            with_set("models = [\"m\", \"n\"]\narena = \"separate\"\ninterrupt = { model = \"n\", every_ms = 20 }");
+        assert_eq!(load_text(&preempting).unwrap()[2].set.as_ref().unwrap().interrupt, Some((1, 20)));
 
         let cases = [
             (
@@ -988,6 +1028,19 @@ expect_class = 2
             ("models = [\"m\", \"m\"]\narena = \"separate\"", "`m` is named twice"),
             ("models = [\"m\"]\narena = \"separate\"", "set[0].models`: name 2 to 256 models, not 1"),
             ("models = [\"m\", \"n\"]\narena = \"both\"", "set[0].arena"),
+            (
+                "models = [\"m\", \"n\"]\narena = \"shared\"\narena_bytes = 4096\ninterrupt = { model = \"n\", every_ms = 20 }",
+                "set[0].interrupt`: `n` infers from an interrupt over `m`, and the set shares one arena: sharing an \
+                 arena is safe for serial inference only",
+            ),
+            (
+                "models = [\"m\", \"n\"]\narena = \"separate\"\ninterrupt = { model = \"x\", every_ms = 20 }",
+                "set[0].interrupt.model`: `x` is not a model of the set (m, n)",
+            ),
+            (
+                "models = [\"m\", \"n\"]\narena = \"separate\"\ninterrupt = { model = \"n\", every_ms = 0 }",
+                "set[0].interrupt.every_ms`: 0: give 1 to 10000 milliseconds",
+            ),
         ];
         for (set, expected) in cases {
             let err = load_text(&with_set(set)).unwrap_err().to_string();

@@ -208,8 +208,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     config += &format!(
         "pub const RESIDENT_COUNT: usize = {};\n\
          pub static RESIDENTS: [(&str, &[u8], &str, &[u8], usize); RESIDENT_COUNT] = [\n{residents}];\n\
-         pub const SHARED_ARENA: bool = {shared};\n",
-        model.residents.len()
+         pub const SHARED_ARENA: bool = {shared};\n\
+         pub const INTERRUPT_MODEL: Option<(usize, u32)> = {interrupt:?};\n",
+        model.residents.len(),
+        interrupt = model.spec.set.as_ref().and_then(|set| set.interrupt).map(|(slot, ms)| (slot, ms * 1000))
     );
     let config_path = dir.join("config.rs");
     write_if_changed(&config_path, config.as_bytes()).map_err(io("cannot write", &config_path))?;

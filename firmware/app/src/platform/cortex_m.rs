@@ -24,8 +24,9 @@ extern "C" {
 }
 
 /// Bytes at the top of the stack budget that the handlers get (the main
-/// stack, MSP); thread mode runs on the process stack (PSP) below them.
-const HANDLER_STACK_BYTES: usize = 4096;
+/// stack, MSP; room for a model inferring from an interrupt); thread mode
+/// runs on the process stack (PSP) below them.
+const HANDLER_STACK_BYTES: usize = 8192;
 
 /// What one exception stacks where it lands: 8 words, or 26 when the code
 /// it interrupts has an active FP context (every hard-float core here), and
