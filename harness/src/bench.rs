@@ -2,8 +2,10 @@
 //! model, single-frame, boards in parallel) against running the same images
 //! with bare `qemu-system-arm`, one after another, fed the same command; and
 //! the analyzer's parse and plan of a model, and `analyze --tflm` whole
-//! process with the tree read and with its facts kept. In memory: the firmware with
-//! and without the arena layer's measurement machinery, from the ELF.
+//! process with the tree read and with its facts kept; and QEMU with
+//! `-icount` (the clock the dma-stream scenarios need) against without. In
+//! memory: the firmware with and without the arena layer's measurement
+//! machinery, from the ELF.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use hilmem_protocol::Frame;
 
 use crate::model::tree::{Generation, Kernels};
-use crate::run::measurement::SINGLE_FRAME;
+use crate::run::measurement::{DEFAULT_FRAMES, SINGLE_FRAME, STREAM};
 use crate::run::{self, ConfigError, Options};
 use crate::spec::board::{self, Board, Runner};
 use crate::spec::models;
@@ -98,15 +100,12 @@ pub fn run(
     }
 
     progress("timing bare QEMU");
-    let mut command_line = Vec::new();
-    Frame::Run { scenario: SINGLE_FRAME, frames: 0, copies: 1 }
-        .write_lines(0, 1, |b| command_line.extend_from_slice(b))
-        .expect("short");
+    let command_line = run_command(SINGLE_FRAME);
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {
             let elf = firmware::elf_path(ws, board, model, &runtime, Variant::Standard);
-            bare += bare_run(board, &elf, &command_line)?;
+            bare += bare_run(board, &elf, &command_line, None)?;
         }
     }
     Ok(BenchReport {
@@ -119,13 +118,27 @@ pub fn run(
     })
 }
 
-fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result<Duration, BenchError> {
+/// The command line that asks the firmware for `scenario`.
+fn run_command(scenario: &str) -> Vec<u8> {
+    let mut command_line = Vec::new();
+    Frame::Run { scenario, frames: DEFAULT_FRAMES, copies: 1 }
+        .write_lines(0, 1, |b| command_line.extend_from_slice(b))
+        .expect("short");
+    command_line
+}
+
+fn bare_run(
+    board: &Board,
+    elf: &std::path::Path,
+    command_line: &[u8],
+    icount_shift: Option<u8>,
+) -> Result<Duration, BenchError> {
     let fail = |why: String| BenchError::Bare { elf: elf.display().to_string(), why };
     let started = Instant::now();
     // Started as the harness starts its emulators, so both sides pay the same.
     let mut command = Command::new(QEMU);
     command
-        .args(qemu_args(board, elf, None))
+        .args(qemu_args(board, elf, icount_shift))
         .args(STDIO_UART)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -145,6 +158,58 @@ fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result
         return Err(fail(format!("exited with {status}")));
     }
     Ok(took)
+}
+
+/// Bare QEMU runs of one image in one scenario with `-icount` and without,
+/// alternating, so that both see the same machine.
+#[derive(Debug, Clone)]
+pub struct IcountCost {
+    pub board: String,
+    pub model: String,
+    pub scenario: &'static str,
+    pub shift: u8,
+    pub runs: u32,
+    /// Total wall time of the runs without `-icount`, and with it.
+    pub without: Duration,
+    pub with: Duration,
+}
+
+impl IcountCost {
+    /// How much longer a run takes with `-icount`.
+    pub fn ratio(&self) -> f64 {
+        self.with.as_secs_f64() / self.without.as_secs_f64()
+    }
+}
+
+/// Times `model` (the bundled TFLM's image for the default board, built
+/// here if needed) in the stream scenario, `runs` times with the capture
+/// scenario's `-icount` and as many without, alternating.
+pub fn icount_cost(
+    ws: &Workspace,
+    model: &str,
+    runs: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<IcountCost, BenchError> {
+    let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
+    let file = ws.models_file();
+    let models = models::select(models::load(&file).map_err(ConfigError::from)?.models, &[model.to_owned()], &file)
+        .map_err(ConfigError::from)?;
+    let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
+    let runtime = Runtime::bundled();
+    let model_file = models[0].read(&runtime).map_err(|e| build_err(&e))?;
+    progress(&format!("building {}/{model}", board.name));
+    let image = firmware::build(ws, &board, &model_file, &runtime, Variant::Standard, &mut |_| {})
+        .map_err(|e| build_err(&e))?;
+    let shift = crate::run::measurement::icount_shift(&board, crate::run::measurement::DMA_STREAM)
+        .expect("a QEMU board has the capture scenario's clock");
+    let command_line = run_command(STREAM);
+    let (mut without, mut with) = (Duration::ZERO, Duration::ZERO);
+    for run in 0..runs {
+        progress(&format!("run {}/{runs}, without -icount and with it", run + 1));
+        without += bare_run(&board, &image.elf, &command_line, None)?;
+        with += bare_run(&board, &image.elf, &command_line, Some(shift))?;
+    }
+    Ok(IcountCost { board: board.name, model: model.to_owned(), scenario: STREAM, shift, runs, without, with })
 }
 
 /// Flash and static RAM of one image with and without the measurement

@@ -93,6 +93,18 @@ pub fn run(args: Args) -> Result<i32> {
     println!("bare qemu, serial: {:.2} s", report.bare.as_secs_f64());
     println!("ratio:             {:.3} (hilmem / (bare / {}); goal <= 1.15)", report.ratio(), report.jobs);
     println!();
+    let icount = bench::icount_cost(&ws, LAYER_COST_MODEL, ICOUNT_RUNS, &mut |line| eprintln!("{line}"))?;
+    println!(
+        "QEMU with -icount shift={} against without ({}/{}, {}, {} bare runs each, alternating):",
+        icount.shift, icount.board, icount.model, icount.scenario, icount.runs
+    );
+    println!(
+        "  without: {:.2} s   with: {:.2} s   ratio {:.2}",
+        icount.without.as_secs_f64(),
+        icount.with.as_secs_f64(),
+        icount.ratio()
+    );
+    println!();
     println!("arena layer measurement machinery ({}/{}, from the ELF):", cost.board, cost.model);
     println!("  flash:      {:+} bytes (goal <= 2048)", cost.flash_bytes());
     println!("  static RAM: {:+} bytes (goal <= 256)", cost.static_ram_bytes());
@@ -102,5 +114,9 @@ pub fn run(args: Args) -> Result<i32> {
 /// Runs each way of `analyze --tflm`'s whole-process timing.
 const TREE_RUNS: u32 = 10;
 
-/// The model whose image the layer's cost is weighed on.
+/// Bare QEMU runs each way of the `-icount` timing.
+const ICOUNT_RUNS: u32 = 5;
+
+/// The model whose image the layer's cost and QEMU's `-icount` are weighed
+/// on.
 const LAYER_COST_MODEL: &str = "person_detection";
