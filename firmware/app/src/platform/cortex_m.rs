@@ -66,20 +66,31 @@ unsafe fn paint_range(from: usize, to: usize) {
     }
 }
 
-/// Bytes of `[from, to)` written since it was painted, counted from `to`.
-fn reached(from: usize, to: usize) -> usize {
-    // SAFETY: stack memory below every frame that reads it; a byte written
-    // meanwhile only shortens the untouched run.
-    let region = unsafe { core::slice::from_raw_parts(from as *const u8, to - from) };
-    region.len() - arena::untouched_prefix(region)
+/// How deep the stack that `[from, to)` holds has gone since it was
+/// painted, counted from `to`: down to the lowest byte written, or to the
+/// stack pointer `sp`, whichever is lower. Inlined, so that reading the
+/// paint below the stack pointer writes none of it.
+#[inline(always)]
+fn reached(from: usize, to: usize, sp: usize) -> usize {
+    let end = to.min(sp).max(from);
+    let mut p = from;
+    // SAFETY: stack memory below every live frame; a byte written meanwhile
+    // only shortens the untouched run.
+    while cfg!(feature = "instrument") && p < end && unsafe { core::ptr::read_volatile(p as *const u8) } == arena::PAINT
+    {
+        p += 1;
+    }
+    to - p
 }
 
 /// How deep the handlers' stack has gone since it was last painted, from
 /// its base.
+#[inline(always)]
 fn handlers_reached() -> usize {
     let (bottom, top) = budget();
     let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
-    reached(split, HANDLER_BASE.load(core::sync::atomic::Ordering::SeqCst))
+    let base = HANDLER_BASE.load(core::sync::atomic::Ordering::SeqCst);
+    reached(split, base, cortex_m::register::msp::read() as usize)
 }
 
 /// Paints the handlers' stack below the current stack pointer again (a
@@ -146,8 +157,9 @@ impl Stack {
 
     /// Deepest extent of the thread's stack since it was painted, in bytes
     /// from its top (with what exceptions stacked there and wrote).
+    #[inline(always)]
     pub fn peak(&self) -> usize {
-        reached(self.bottom, self.split)
+        reached(self.bottom, self.split, cortex_m::register::psp::read() as usize)
     }
 
     /// Deepest extent of the handlers' stack seen: the handlers, nested
