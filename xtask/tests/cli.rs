@@ -177,20 +177,28 @@ fn the_tflm_tree_can_be_overridden() {
     let empty = tempfile::tempdir().unwrap();
     let out = xtask_with_env(&["hil", "--model", "hello_world"], "HILMEM_TFLM_DIR", empty.path());
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("does not hold tensorflow/lite/micro/micro_interpreter.h"), "{}", text(&out));
+    assert!(text(&out).contains("is not a TFLM tree: it has no tensorflow/lite/micro/"), "{}", text(&out));
 
     // The same tree the default build uses, named explicitly.
+    let out = xtask_with_env(
+        &["hil", "--model", "hello_world", "--out", &out_dir(empty.path())],
+        "HILMEM_TFLM_DIR",
+        &bundled_tree(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// The TFLM tree the default build uses: the `tfmicro` archive cargo has
+/// unpacked.
+fn bundled_tree() -> std::path::PathBuf {
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap()).join(".cargo"));
-    let tree = std::fs::read_dir(cargo_home.join("registry/src"))
+    std::fs::read_dir(cargo_home.join("registry/src"))
         .unwrap()
         .map(|e| e.unwrap().path().join("tfmicro-0.1.0/submodules/tensorflow"))
         .find(|p| p.is_dir())
-        .expect("cargo has unpacked the tfmicro archive");
-    let out =
-        xtask_with_env(&["hil", "--model", "hello_world", "--out", &out_dir(empty.path())], "HILMEM_TFLM_DIR", &tree);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        .expect("cargo has unpacked the tfmicro archive")
 }
 
 fn xtask_with_env(args: &[&str], key: &str, value: &Path) -> Output {
@@ -387,13 +395,12 @@ fn a_wrong_tflm_is_exit_2_before_anything_is_built() {
         assert!(!text(&run).contains("== ci: formatting"), "ci checks its TFLM before its first step");
     }
 
-    // A checkout without its downloads.
+    // A checkout without its downloads: the bundled tree, less them.
     let tree = dir.path().join("tflite-micro");
-    for header in ["micro_interpreter.h", "micro_log.h", "arena_allocator/single_arena_buffer_allocator.h"] {
-        let file = tree.join("tensorflow/lite/micro").join(header);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, "").unwrap();
-    }
+    std::fs::create_dir(&tree).unwrap();
+    let copied = Command::new("cp").arg("-r").arg(bundled_tree().join("tensorflow")).arg(&tree).status().unwrap();
+    assert!(copied.success());
+    std::fs::remove_dir_all(tree.join("tensorflow/lite/micro/tools/make/downloads")).unwrap();
     let body = format!(
         "[tflm]\npath = \"tflite-micro\"\n\n[[model]]\nname = \"hello_world\"\nfile = {:?}\narena_bytes = 3072\n\n\
          [[model.input]]\nname = \"x\"\nvalues = [0.0]\n",
