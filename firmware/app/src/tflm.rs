@@ -30,10 +30,25 @@ impl Messages {
     }
 }
 
+/// Whether TFLM's messages are dropped (while the firmware tries arenas TFLM
+/// is meant to refuse).
+static QUIET: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f` with TFLM's messages dropped.
+pub fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    QUIET.store(true, core::sync::atomic::Ordering::SeqCst);
+    let result = f();
+    QUIET.store(false, core::sync::atomic::Ordering::SeqCst);
+    result
+}
+
 /// TFLM's logging hook, through the shim's `DebugLog`: it calls this with the
 /// message text, then with "\r\n".
 #[no_mangle]
 extern "C" fn hm_debug_log(s: *const core::ffi::c_char) {
+    if QUIET.load(core::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     // SAFETY: TFLM passes NUL-terminated strings.
     let bytes = unsafe { core::ffi::CStr::from_ptr(s) }.to_bytes();
     platform::write(bytes);
@@ -80,6 +95,12 @@ pub struct Error {
 }
 
 impl Error {
+    /// TFLM was refused memory (in AllocateTensors, or, for a probe's
+    /// interpreter, in Invoke).
+    pub fn refused_memory(&self) -> bool {
+        self.code == status::ALLOCATE
+    }
+
     pub fn what(&self) -> &'static str {
         match self.code {
             status::VERIFY => "model is not a valid TFLite flatbuffer",
@@ -137,6 +158,24 @@ pub unsafe fn load_shared(model: &[u8]) -> Result<(), Error> {
 /// else, until the next `load` (the interpreter keeps pointers to both).
 pub unsafe fn load(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
     check(tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
+}
+
+/// Destroys the chosen slot's interpreter: from here TFLM no longer reads
+/// its arena (which may then be painted or lent to someone else).
+pub fn unload() {
+    // SAFETY: the shim destroys only an interpreter it built.
+    unsafe { tflm_sys::hm_tflm_unload() }
+}
+
+/// As [`load`], over an allocator that refuses what would land on memory
+/// TFLM still holds, where the tree's allocator takes the arena's: an arena
+/// too small is refused rather than corrupted (the search for the least
+/// arena probes with it).
+///
+/// # Safety
+/// As [`load`].
+pub unsafe fn probe(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
+    check(tflm_sys::hm_tflm_probe(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
 }
 
 pub fn invoke() -> Result<(), Error> {

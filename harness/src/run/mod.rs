@@ -18,11 +18,12 @@ use hilmem_protocol::WARM_UP_FRAMES;
 
 use crate::model::analysis::Sharing;
 use crate::run::measurement::{
-    runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
+    metric, runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
 };
 use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError, Runner};
+use crate::spec::fit;
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
 use crate::spec::runtime::{Kernels, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
@@ -287,6 +288,12 @@ struct Setup<'a> {
 /// Whether a record of `scenario` for `spec` carries TFLM's breakdown of
 /// the arena (on a current TFLM): a model's single frame, and the
 /// multi-model scenario of a set in separate arenas (each model's).
+/// The arena the recording image has beyond the model's, for the recording
+/// allocator's own larger objects in its tail: TFLM's breakdown is of
+/// what the model allocates, whatever the arena, and a model sized to its
+/// least arena leaves no room for them.
+const RECORDING_ROOM: u32 = 1024;
+
 fn broken_down(spec: &ModelSpec, scenario: &str) -> bool {
     match &spec.set {
         None => scenario == SINGLE_FRAME,
@@ -316,10 +323,16 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     // board, and every later step reads the number.
     let mut recording = None;
     let built = file.as_ref().map_err(ToString::to_string).and_then(|model| {
-        let sized = model.sized_for(board, runtime.generation()).map_err(|e| RunError::from(BuildError::from(e)));
+        let sized = match model.sized_for(board, runtime.generation()) {
+            Err(ModelsError::Auto { source, .. }) if model.spec.set.is_none() && !options.build_only => {
+                first_boot(setup, board, model, &source.to_string())
+            }
+            sized => sized.map_err(|e| RunError::from(BuildError::from(e))),
+        };
         let built = sized.and_then(|model| {
+            let recorded = model.with_room(RECORDING_ROOM);
             let image = std::thread::scope(|s| {
-                let other = breakdown.then(|| s.spawn(|| image(setup, board, &model, Variant::Recording)));
+                let other = breakdown.then(|| s.spawn(|| image(setup, board, &recorded, Variant::Recording)));
                 let image = image(setup, board, &model, options.variant);
                 recording = other.map(|h| h.join().expect("the recording image's build panicked"));
                 image
@@ -424,6 +437,41 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         (scenario.clone(), outcome)
     }));
     (Some(info), runs)
+}
+
+/// "auto" where the least arena is not predicted (`why`): a first boot of
+/// the single frame, in an arena of the board's whole budget for it, finds
+/// it; the model is sized at that plus the board's margin.
+fn first_boot(setup: &Setup, board: &Board, model: &Model, why: &str) -> Result<Model, RunError> {
+    let Setup { options, progress, .. } = *setup;
+    let budget = board.budget.tensor_arena_bytes;
+    let name = &model.spec.name;
+    let failed = |failed: String| RunError::FirstBoot {
+        board: board.name.clone(),
+        model: name.clone(),
+        why: why.to_owned(),
+        budget,
+        failed,
+    };
+    let probe = model.with_arena(budget, None);
+    let (firmware, sizes) = image(setup, board, &probe, Variant::Standard).map_err(|e| failed(e.to_string()))?;
+    let scenario = "single-frame, a first boot for the least arena";
+    progress(Event::Running { board: &board.name, model: name, scenario });
+    let still_running = |elapsed| progress(Event::StillRunning { board: &board.name, model: name, scenario, elapsed });
+    let timeout = options.timeout.unwrap_or(board.timeout);
+    let least = execute(board, &probe.spec, &firmware, SINGLE_FRAME, 1, timeout, &options.run, &still_running)
+        .and_then(|run| record(board, &probe, &firmware, sizes, SINGLE_FRAME, &run))
+        .map_err(|e| failed(e.to_string()))?
+        .metrics
+        .get(metric::LEAST_ARENA_BYTES)
+        .copied()
+        .ok_or_else(|| failed(format!("the firmware reported no `{}`", metric::LEAST_ARENA_BYTES)))?;
+    let margin = board.budget.safety_margin_percent;
+    let source = format!(
+        "auto: the least arena, {least} bytes, measured in a first boot ({why}), plus the {margin}% margin of board `{}`",
+        board.name
+    );
+    Ok(model.with_arena(fit::with_margin(least as usize, margin) as u32, Some(source)))
 }
 
 fn image(setup: &Setup, board: &Board, model: &Model, variant: Variant) -> Result<(Firmware, ImageSizes), RunError> {

@@ -71,6 +71,13 @@ pub enum RunError {
     /// The last of several tries, each failed on the way from the target.
     #[error("{last} (after {tries} tries)")]
     Retried { tries: usize, last: Box<RunError> },
+    /// "auto" with no predicted least arena: the boot that measures it
+    /// failed, or said nothing of it.
+    #[error(
+        "board `{board}`, model `{model}`: `arena_bytes = \"auto\"`: the least arena is not predicted ({why}); the \
+         first boot that measures it, in the board's {budget}-byte budget for the arena, failed: {failed}"
+    )]
+    FirstBoot { board: String, model: String, why: String, budget: u32, failed: String },
 }
 
 impl RunError {
@@ -99,6 +106,7 @@ fn stage_meaning(stage: &str) -> &'static str {
         "invoke" => "inference failed",
         "output" => "the output could not be read",
         "command" => "the firmware refused the harness's command",
+        "least" => "the search for the least arena failed",
         _ => "the firmware stopped",
     }
 }
@@ -188,14 +196,20 @@ pub fn record(
             run.ending
         )));
     }
-    let residents: Vec<String> = match &spec.set {
-        Some(set) => set.models.iter().map(|m| metric::of_resident(&m.name, metric::ARENA_USED_BYTES)).collect(),
-        None => Vec::new(),
+    // Each model of a set reports its part of the arena, and in an arena of
+    // its own, may report its least arena.
+    let of_residents = |figure: &str| -> Vec<String> {
+        let models = spec.set.iter().flat_map(|set| &set.models);
+        models.map(|m| metric::of_resident(&m.name, figure)).collect()
     };
+    let (residents, resident_least) = (of_residents(metric::ARENA_USED_BYTES), of_residents(metric::LEAST_ARENA_BYTES));
     for (name, line) in &session.metric_frames {
         let why = if metric::FROM_IMAGE.contains(&name.as_str()) {
             "hilmem reads that figure from the model file and the ELF, never from the firmware"
-        } else if !metric::REPORTABLE.contains(&name.as_str()) && !residents.contains(name) {
+        } else if !metric::REPORTABLE.contains(&name.as_str())
+            && !residents.contains(name)
+            && !resident_least.contains(name)
+        {
             "no firmware figure has that name"
         } else {
             continue;
@@ -812,6 +826,7 @@ mod tests {
             ("invoke", "inference failed"),
             ("output", "the output could not be read"),
             ("command", "the firmware refused the harness's command"),
+            ("least arena", "the search for the least arena failed"),
             ("selftest", "the firmware stopped"),
         ];
         for (stage, meaning) in stages {
@@ -942,6 +957,17 @@ mod tests {
         };
         let r = recorded(&model, &frames(true)).unwrap();
         assert_eq!((r.metrics[metric::INTERRUPT_INFERENCES], r.metrics[metric::PREEMPTIONS]), (40, 12));
+        // Each model's least arena, where the firmware found it, is its own
+        // figure of the record; another model's name is no figure.
+        let with = |name: &'static str| {
+            let mut frames = frames(true);
+            frames.insert(frames.len() - 1, Frame::Metric { name, value: 1088 });
+            frames
+        };
+        let r = recorded(&model, &with("b_least_arena_bytes")).unwrap();
+        assert_eq!(r.metrics["b_least_arena_bytes"], 1088);
+        let err = recorded(&model, &with("c_least_arena_bytes")).unwrap_err().to_string();
+        assert!(err.contains("`c_least_arena_bytes` (") && err.contains("no firmware figure has that name"), "{err}");
         let err = recorded(&model, &frames(false)).unwrap_err().to_string();
         assert!(err.contains("the firmware did not report `interrupt_inferences`"), "{err}");
         // A set without an interrupt model needs neither.

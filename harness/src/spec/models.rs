@@ -571,6 +571,9 @@ pub struct Model {
     /// [`ModelSpec::read`] (empty after [`ModelSpec::parse`], which reads
     /// this file alone).
     pub residents: Vec<Model>,
+    /// How "auto" was sized, once it is ([`Model::sized_for`],
+    /// [`Model::with_arena`]).
+    pub arena_source: Option<String>,
 }
 
 /// An update's model file, read and parsed.
@@ -642,6 +645,7 @@ impl ModelSpec {
             inputs,
             update: Update { bytes: update_bytes, parsed: update, input },
             residents: Vec::new(),
+            arena_source: None,
         })
     }
 }
@@ -711,9 +715,46 @@ impl Model {
     /// This model with its arena resolved for `board`, so that "auto" is
     /// analysed once per board rather than by every step that needs the size.
     pub fn sized_for(&self, board: &Board, tflm: Generation) -> Result<Model, ModelsError> {
-        let spec = ModelSpec { arena: Arena::Bytes(self.arena_bytes(board, tflm)?), ..self.spec.clone() };
+        let bytes = self.arena_bytes(board, tflm)?;
+        let source = (self.spec.arena == Arena::Auto && self.spec.set.is_none()).then(|| {
+            format!(
+                "auto: the predicted least arena plus the {}% margin of board `{}`",
+                board.budget.safety_margin_percent, board.name
+            )
+        });
         let residents = self.residents.iter().map(|m| m.sized_for(board, tflm)).collect::<Result<_, _>>()?;
-        Ok(Model { spec, residents, ..self.clone() })
+        Ok(Model { residents, ..self.with_arena(bytes, source) })
+    }
+
+    /// This model with an arena of `bytes`, sized as `source` says.
+    pub fn with_arena(&self, bytes: u32, source: Option<String>) -> Model {
+        Model {
+            spec: ModelSpec { arena: Arena::Bytes(bytes), ..self.spec.clone() },
+            arena_source: source,
+            ..self.clone()
+        }
+    }
+
+    /// This model with `extra` bytes more in each of its arenas (a set's
+    /// models' own arenas too).
+    pub fn with_room(&self, extra: u32) -> Model {
+        let arena = match self.spec.arena {
+            Arena::Bytes(bytes) => Arena::Bytes(bytes + extra),
+            Arena::Auto => Arena::Auto,
+        };
+        let residents = self.residents.iter().map(|m| m.with_room(extra)).collect();
+        Model { spec: ModelSpec { arena, ..self.spec.clone() }, residents, ..self.clone() }
+    }
+
+    /// The least arena the analyzer predicts for the update this model
+    /// receives, on `board` with a TFLM of generation `tflm` and the
+    /// model's kernels and planner: the minimum its package carries unless
+    /// the models file gives one. None where it is not predicted.
+    pub fn update_least_arena(&self, board: &Board, tflm: Generation) -> Option<u32> {
+        let kernels = KernelPath::of(self.spec.kernels, board.tflm_arch.as_deref());
+        let analysis =
+            Analysis::of(&self.spec.ota.model, &self.update.parsed, tflm, kernels, self.spec.planner).ok()?;
+        fit::predicts_for(board).then_some(analysis.minimum_arena_bytes? as u32)
     }
 }
 
@@ -930,9 +971,17 @@ expect_class = 2
         assert!(m7 as usize > analysis.minimum_arena_bytes.unwrap() && m7.is_multiple_of(16), "{m7}");
         let host = model.arena_bytes(&board("host"), Generation::Tfmicro2020).unwrap_err().to_string();
         assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
-        // Today's TFLM: the least arena is not predicted, and "auto" says so.
-        let current = model.arena_bytes(&board("qemu-m7"), Generation::Current).unwrap_err().to_string();
-        assert!(current.contains("no least arena for `m` on the current TFLM"), "{current}");
+        assert!(
+            host.ends_with(
+                "measures it in a first boot (not `--build-only`, and not for a model of a set), or give `arena_bytes`"
+            ),
+            "{host}"
+        );
+        // Today's TFLM has a least arena of its own, predicted as well.
+        let today = Analysis::of("m", &parsed, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
+        let current = model.arena_bytes(&board("qemu-m7"), Generation::Current).unwrap();
+        assert_eq!(current as usize, fit::fit(&today, &board("qemu-m7")).unwrap().suggested_arena_bytes);
+        assert_ne!(today.minimum_arena_bytes, analysis.minimum_arena_bytes);
     }
 
     #[test]

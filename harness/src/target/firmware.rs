@@ -113,12 +113,17 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     // one package, and the arriving model's first input.
     let ota = &spec.ota;
     let ota_model = &model.update.bytes;
+    // Its minimum arena: as the models file says, else the arriving
+    // model's least arena where predicted, else the running model's arena;
+    // its maximum at least that.
     let arena = model.arena_bytes(board, runtime.generation())?;
+    let min_arena = ota.min_arena_bytes.or_else(|| model.update_least_arena(board, runtime.generation()));
+    let min_arena = min_arena.unwrap_or(arena);
     let header = Header::for_model(
         ota_model,
         ota.version,
-        ota.min_arena_bytes.unwrap_or(arena),
-        ota.max_arena_bytes.unwrap_or(arena),
+        min_arena,
+        ota.max_arena_bytes.unwrap_or(arena.max(min_arena)),
         ota.min_free_heap_bytes,
     );
     let package_path = dir.join("ota-package.bin");
@@ -344,6 +349,8 @@ pub enum Variant {
     /// The managed buffers' lifecycle checks compiled out (only to show, in
     /// the capture self-tests, the hazards they prevent).
     UncheckedLifecycle,
+    /// Without the search for the least arena (only to weigh it).
+    NoLeastArena,
 }
 
 impl Variant {
@@ -356,18 +363,20 @@ impl Variant {
             Variant::Uninstrumented => args.push("--no-default-features".to_owned()),
             Variant::Recording => features.push("tflm-recording"),
             Variant::UncheckedLifecycle => features.push("unchecked-lifecycle"),
+            Variant::NoLeastArena => features.push("no-least-arena"),
         }
         args.extend(["--features".to_owned(), features.join(",")]);
         args
     }
 
-    fn suffix(self) -> &'static str {
+    pub fn suffix(self) -> &'static str {
         match self {
             Variant::Standard => "",
             Variant::InjectLeak => "+inject-leak",
             Variant::Uninstrumented => "+uninstrumented",
             Variant::Recording => "+recording",
             Variant::UncheckedLifecycle => "+unchecked-lifecycle",
+            Variant::NoLeastArena => "+no-least-arena",
         }
     }
 }

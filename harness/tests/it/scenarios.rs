@@ -54,7 +54,7 @@ fn every_scenario_runs_and_shows_what_it_must() {
     // refused with its reason, and hello_world answers right afterwards.
     let refused = record(&results.records, "hello_world", CONCURRENT_OTA);
     assert_eq!(refused.metrics[metric::OTA_ACCEPTED], 0);
-    assert_eq!(refused.notes["ota_gate"], "rejected: needs 7024 bytes of tensor arena, the firmware has 3072");
+    assert_eq!(refused.notes["ota_gate"], "rejected: its least arena is 7024 bytes, the firmware's arena 3072");
     assert!(
         check_passed(refused, "output for x-half-pi") && check_passed(refused, "update to `micro_speech` rejected")
     );

@@ -93,23 +93,18 @@ fn handlers_reached() -> usize {
     reached(split, base, cortex_m::register::msp::read() as usize)
 }
 
+/// What a repaint leaves unpainted below the stack pointer: room for the
+/// frames of the painting itself.
+const REPAINT_GUARD: usize = 64;
+
 /// Paints the handlers' stack below the current stack pointer again (a
-/// handler's own frames above it stay), less a guard for the frame of the
-/// painting itself.
+/// handler's own frames above it stay).
 #[inline(never)]
 fn repaint_handlers() {
-    const GUARD: usize = 64;
     let (bottom, top) = budget();
     let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
-    let end = cortex_m::register::msp::read() as usize - GUARD;
-    let mut p = split as *mut u8;
-    while cfg!(feature = "instrument") && (p as usize) < end {
-        // SAFETY: nothing lives below the stack pointer, less the guard.
-        unsafe {
-            write_volatile(p, arena::PAINT);
-            p = p.add(1);
-        }
-    }
+    // SAFETY: nothing lives below the stack pointer, less the guard.
+    unsafe { paint_range(split, cortex_m::register::msp::read() as usize - REPAINT_GUARD) }
 }
 
 impl Stack {
@@ -148,6 +143,15 @@ impl Stack {
         let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
         paint_range(split, HANDLER_BASE.load(core::sync::atomic::Ordering::SeqCst));
         Stack { bottom, split, top }
+    }
+
+    /// Paints the thread's stack below the stack pointer again: what ran
+    /// deeper before (the firmware's own work, such as the search for the
+    /// least arena) no longer counts.
+    #[inline(never)]
+    pub fn repaint(&self) {
+        // SAFETY: nothing lives below the stack pointer, less the guard.
+        unsafe { paint_range(self.bottom, cortex_m::register::psp::read() as usize - REPAINT_GUARD) }
     }
 
     /// The whole budget: the thread's stack and the handlers'.

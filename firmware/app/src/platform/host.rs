@@ -67,13 +67,22 @@ impl Stack {
         // The lowest page is the guard page.
         let bottom = addr as usize + page_size();
         let stack = Stack { bottom, top: addr as usize + size };
-        let end = stack_pointer() - PAINT_GUARD;
-        let mut p = bottom as *mut u8;
-        while cfg!(feature = "instrument") && (p as usize) < end {
-            std::ptr::write_volatile(p, arena::PAINT);
-            p = p.add(1);
-        }
+        stack.repaint();
         stack
+    }
+
+    /// Paints the stack below the caller's frame (again): what ran deeper
+    /// before no longer counts.
+    #[inline(never)]
+    pub fn repaint(&self) {
+        let end = stack_pointer() - PAINT_GUARD;
+        let mut p = self.bottom as *mut u8;
+        while cfg!(feature = "instrument") && (p as usize) < end {
+            // SAFETY: [bottom, sp - guard) is this thread's stack below
+            // every live frame.
+            unsafe { std::ptr::write_volatile(p, arena::PAINT) };
+            p = p.wrapping_add(1);
+        }
     }
 
     pub fn size(&self) -> usize {

@@ -2,6 +2,7 @@
 //! tensor arena, the buffer pool, the painted stack, and the report.
 
 mod capture;
+mod least_arena;
 mod multi_model;
 mod single_frame;
 mod stream;
@@ -86,6 +87,7 @@ impl<'s> Rig<'s> {
 
     /// Paints the arena and loads `model` into it.
     fn load_painted(&mut self, model: &'static [u8]) -> Result<(), tflm::Error> {
+        tflm::unload();
         arena::paint(self.arena);
         self.load(model)
     }

@@ -15,7 +15,7 @@ use arena::owner::{Overlap, Owner};
 use critical_section::Mutex;
 use hilmem_protocol::{exit, Frame};
 
-use super::{fail, fail_with_tflm_messages, report, report_figures, send, Rig, Text};
+use super::{fail, fail_with_tflm_messages, least_arena, report, report_figures, send, Rig, Text};
 use crate::platform::clock;
 use crate::{config, tflm};
 
@@ -100,6 +100,24 @@ pub fn run(mut rig: Rig, frames: u32, selftest_shared: bool) -> i32 {
         true => Some((residents.len() - 1, SELFTEST_EVERY_US)),
         false => config::INTERRUPT_MODEL,
     };
+    // In arenas of their own, each model's least arena, searched in its
+    // own; then its interpreter is destroyed before the arena is painted.
+    let mut least = [None; config::RESIDENT_COUNT];
+    if !config::SHARED_ARENA {
+        let mut start = 0;
+        for (slot, &(name, model, _, data, own)) in residents.iter().enumerate() {
+            if let Err(e) = tflm::select(slot as u32) {
+                return fail("load", e.code, e.what());
+            }
+            least[slot] = match least_arena::search(&mut rig.arena[start..start + own], model, name, data) {
+                Ok(least) => least,
+                Err(status) => return status,
+            };
+            tflm::unload();
+            start += own;
+        }
+        rig.stack.repaint();
+    }
     arena::paint(rig.arena);
     // Each model's part of the arena: what it added when it was loaded (in
     // a shared arena, TFLM reports the allocator's total).
@@ -221,6 +239,11 @@ pub fn run(mut rig: Rig, frames: u32, selftest_shared: bool) -> i32 {
         let mut metric = Text::<96>::new();
         let _ = write!(metric, "{name}_arena_used_bytes");
         send(Frame::Metric { name: metric.as_str(), value: used[slot].into() });
+        if let Some(least) = least[slot] {
+            let mut metric = Text::<96>::new();
+            let _ = write!(metric, "{name}_least_arena_bytes");
+            send(Frame::Metric { name: metric.as_str(), value: least.into() });
+        }
     }
     for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
         let (class, value) = answers[slot];
