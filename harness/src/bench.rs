@@ -3,7 +3,8 @@
 //! with bare `qemu-system-arm`, one after another, fed the same command; and
 //! the analyzer's parse and plan of a model, and `analyze --tflm` whole
 //! process with the tree read and with its facts kept; and QEMU with
-//! `-icount` (the clock the dma-stream scenarios need) against without. In
+//! `-icount` (the clock the dma-stream scenarios need) against without, and
+//! the firmware's search for the least arena against none. In
 //! memory: the firmware with and without the arena layer's measurement
 //! machinery, from the ELF.
 
@@ -160,36 +161,69 @@ fn bare_run(
     Ok(took)
 }
 
-/// Bare QEMU runs of one image in one scenario with `-icount` and without,
+/// Bare QEMU runs of one model in one scenario one way and the other,
 /// alternating, so that both see the same machine.
 #[derive(Debug, Clone)]
-pub struct IcountCost {
+pub struct Paired {
     pub board: String,
     pub model: String,
     pub scenario: &'static str,
-    pub shift: u8,
     pub runs: u32,
-    /// Total wall time of the runs without `-icount`, and with it.
+    /// Total wall time of the runs without what is weighed, and with it.
     pub without: Duration,
     pub with: Duration,
 }
 
-impl IcountCost {
-    /// How much longer a run takes with `-icount`.
+impl Paired {
+    /// How much longer a run takes with it.
     pub fn ratio(&self) -> f64 {
         self.with.as_secs_f64() / self.without.as_secs_f64()
+    }
+
+    /// What it adds to one run, on average.
+    pub fn added(&self) -> Duration {
+        self.with.saturating_sub(self.without) / self.runs
     }
 }
 
 /// Times `model` (the bundled TFLM's image for the default board, built
 /// here if needed) in the stream scenario, `runs` times with the capture
-/// scenario's `-icount` and as many without, alternating.
+/// scenario's `-icount` and as many without, alternating; and says the
+/// shift.
 pub fn icount_cost(
     ws: &Workspace,
     model: &str,
     runs: u32,
     progress: &mut dyn FnMut(&str),
-) -> Result<IcountCost, BenchError> {
+) -> Result<(Paired, u8), BenchError> {
+    let (board, image) = default_image(ws, model, Variant::Standard, progress)?;
+    let shift = crate::run::measurement::icount_shift(&board, crate::run::measurement::DMA_STREAM)
+        .expect("a QEMU board has the capture scenario's clock");
+    let paired = alternate(&board, model, STREAM, runs, (&image, None), (&image, Some(shift)), progress)?;
+    Ok((paired, shift))
+}
+
+/// Times `model`'s single frame as [`icount_cost`] times `-icount`: the
+/// image without the firmware's search for the least arena, and with it.
+pub fn search_cost(
+    ws: &Workspace,
+    model: &str,
+    runs: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Paired, BenchError> {
+    let (board, with) = default_image(ws, model, Variant::Standard, progress)?;
+    let (_, without) = default_image(ws, model, Variant::NoLeastArena, progress)?;
+    alternate(&board, model, SINGLE_FRAME, runs, (&without, None), (&with, None), progress)
+}
+
+/// The bundled TFLM's image of `model` for the default board, built here if
+/// needed.
+fn default_image(
+    ws: &Workspace,
+    model: &str,
+    variant: Variant,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Board, std::path::PathBuf), BenchError> {
     let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
     let file = ws.models_file();
     let models = models::select(models::load(&file).map_err(ConfigError::from)?.models, &[model.to_owned()], &file)
@@ -197,19 +231,37 @@ pub fn icount_cost(
     let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
     let runtime = Runtime::bundled();
     let model_file = models[0].read(&runtime).map_err(|e| build_err(&e))?;
-    progress(&format!("building {}/{model}", board.name));
-    let image = firmware::build(ws, &board, &model_file, &runtime, Variant::Standard, &mut |_| {})
-        .map_err(|e| build_err(&e))?;
-    let shift = crate::run::measurement::icount_shift(&board, crate::run::measurement::DMA_STREAM)
-        .expect("a QEMU board has the capture scenario's clock");
-    let command_line = run_command(STREAM);
-    let (mut without, mut with) = (Duration::ZERO, Duration::ZERO);
+    progress(&format!("building {}/{model}{}", board.name, variant.suffix()));
+    let image = firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
+    Ok((board, image.elf))
+}
+
+/// `runs` bare runs of `scenario` each way, each an image and its
+/// `-icount` shift, alternating.
+fn alternate(
+    board: &Board,
+    model: &str,
+    scenario: &'static str,
+    runs: u32,
+    without: (&Path, Option<u8>),
+    with: (&Path, Option<u8>),
+    progress: &mut dyn FnMut(&str),
+) -> Result<Paired, BenchError> {
+    let command_line = run_command(scenario);
+    let mut paired = Paired {
+        board: board.name.clone(),
+        model: model.to_owned(),
+        scenario,
+        runs,
+        without: Duration::ZERO,
+        with: Duration::ZERO,
+    };
     for run in 0..runs {
-        progress(&format!("run {}/{runs}, without -icount and with it", run + 1));
-        without += bare_run(&board, &image.elf, &command_line, None)?;
-        with += bare_run(&board, &image.elf, &command_line, Some(shift))?;
+        progress(&format!("run {}/{runs}, each way", run + 1));
+        paired.without += bare_run(board, without.0, &command_line, without.1)?;
+        paired.with += bare_run(board, with.0, &command_line, with.1)?;
     }
-    Ok(IcountCost { board: board.name, model: model.to_owned(), scenario: STREAM, shift, runs, without, with })
+    Ok(paired)
 }
 
 /// Flash and static RAM of one image with and without the measurement
