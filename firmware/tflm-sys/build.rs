@@ -323,10 +323,10 @@ fn compile_tflm(
         missing.entry(compiled_as(tree, source)).or_default().push((source.clone(), object.clone()));
     }
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
-    for ((cpp, opt), jobs) in missing {
-        let build = build_for(tree, includes, cpp, opt)?;
+    for (how, jobs) in missing {
+        let build = library_build(tree, includes, how)?;
         let jobs = match reference {
-            Some(reference) => reference.share(&build, (cpp, opt), jobs)?,
+            Some(reference) => reference.share(&build, how, jobs)?,
             None => jobs,
         };
         if !jobs.is_empty() {
@@ -404,7 +404,7 @@ impl Reference {
     /// makes the same text of it with each library's defines and include
     /// directories.
     fn share(&self, build: &cc::Build, how: How, jobs: Vec<Job>) -> Result<Vec<Job>, Failure> {
-        let theirs = build_for(&self.tree, &self.includes, how.0, how.1)?;
+        let theirs = library_build(&self.tree, &self.includes, how)?;
         if compiled_args(build) != compiled_args(&theirs) {
             return Ok(jobs);
         }
@@ -474,6 +474,19 @@ fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool, opt: Option<u32>) -> 
     build.flag(format!("-O{}", if level == "z" { "s" } else { &level }));
     for flag in if cpp { &tree.flags.cxx } else { &tree.flags.c } {
         build.flag(flag);
+    }
+    Ok(build)
+}
+
+/// A build of the tree's library sources compiled `how` ([`compiled_as`]):
+/// [`build_for`], and C++ with `<limits>` included first (the trees of
+/// 2021-04 to 2021-05 use std::numeric_limits in micro_utils.h without
+/// including it, which the GCC of their time gave through <algorithm> and
+/// today's does not; a standard header included first changes no code).
+fn library_build(tree: &Tree, includes: &[PathBuf], how: How) -> Result<cc::Build, Failure> {
+    let mut build = build_for(tree, includes, how.0, how.1)?;
+    if how.0 {
+        build.flag("-include").flag("limits");
     }
     Ok(build)
 }

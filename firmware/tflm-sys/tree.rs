@@ -304,6 +304,27 @@ impl Headers {
     fn declaring(&self, what: Declares) -> Option<(&str, &str)> {
         self.0.iter().find(|(_, text)| what.within(text)).map(|(path, text)| (path.as_str(), text.as_str()))
     }
+
+    /// Puts first, in their order, the headers `header` includes, directly
+    /// or through others (by their paths from the tree's root): where a
+    /// name is declared twice (TFLite's schema, say, and a tool's copy of
+    /// it), the library's own declaration is the one its interpreter
+    /// reaches.
+    fn reached_from(&mut self, header: &str) {
+        let mut reached = std::collections::BTreeSet::from([header.to_owned()]);
+        let mut queue = vec![header.to_owned()];
+        while let Some(path) = queue.pop() {
+            let Some((_, text)) = self.0.iter().find(|(p, _)| *p == path) else { continue };
+            for line in text.lines() {
+                let Some(rest) = line.trim_start().strip_prefix("#include") else { continue };
+                let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
+                if self.0.iter().any(|(p, _)| p == name) && reached.insert(name.to_owned()) {
+                    queue.push(name.to_owned());
+                }
+            }
+        }
+        self.0.sort_by_key(|(path, _)| !reached.contains(path));
+    }
 }
 
 /// The parts of the API [`Api::of`] has found so far, and the headers it
@@ -347,7 +368,12 @@ impl Api {
     /// The API the headers of the tree at `root` declare; an error names
     /// what the tree lacks.
     fn of(root: &Path) -> Result<Api, String> {
-        let headers = Headers::read(root)?;
+        let mut headers = Headers::read(root)?;
+        let interpreter = Declares::Class("MicroInterpreter");
+        if let Some((path, _)) = headers.declaring(interpreter) {
+            let path = path.to_owned();
+            headers.reached_from(&path);
+        }
         let mut found = Found { headers: &headers, parts: Vec::new() };
         let interpreter = found.known("HM_INTERPRETER_H", Some("the interpreter"))?.unwrap_or_default();
         found.known("HM_OP_RESOLVER_H", Some("the op resolver the shim fills"))?;

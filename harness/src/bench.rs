@@ -2,8 +2,11 @@
 //! model, single-frame, boards in parallel) against running the same images
 //! with bare `qemu-system-arm`, one after another, fed the same command; and
 //! the analyzer's parse and plan of a model, and `analyze --tflm` whole
-//! process with the tree read and with its facts kept. In memory: the firmware with
-//! and without the arena layer's measurement machinery, from the ELF.
+//! process with the tree read and with its facts kept; and QEMU with
+//! `-icount` (the clock the dma-stream scenarios need) against without, and
+//! the firmware's search for the least arena against none. In
+//! memory: the firmware with and without the arena layer's measurement
+//! machinery, from the ELF.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,7 +16,7 @@ use std::time::{Duration, Instant};
 use hilmem_protocol::Frame;
 
 use crate::model::tree::{Generation, Kernels};
-use crate::run::measurement::SINGLE_FRAME;
+use crate::run::measurement::{DEFAULT_FRAMES, SINGLE_FRAME, STREAM};
 use crate::run::{self, ConfigError, Options};
 use crate::spec::board::{self, Board, Runner};
 use crate::spec::models;
@@ -98,15 +101,12 @@ pub fn run(
     }
 
     progress("timing bare QEMU");
-    let mut command_line = Vec::new();
-    Frame::Run { scenario: SINGLE_FRAME, frames: 0, copies: 1 }
-        .write_lines(0, 1, |b| command_line.extend_from_slice(b))
-        .expect("short");
+    let command_line = run_command(SINGLE_FRAME);
     let mut bare = Duration::ZERO;
     for board in &boards {
         for model in &models {
             let elf = firmware::elf_path(ws, board, model, &runtime, Variant::Standard);
-            bare += bare_run(board, &elf, &command_line)?;
+            bare += bare_run(board, &elf, &command_line, None)?;
         }
     }
     Ok(BenchReport {
@@ -119,13 +119,27 @@ pub fn run(
     })
 }
 
-fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result<Duration, BenchError> {
+/// The command line that asks the firmware for `scenario`.
+fn run_command(scenario: &str) -> Vec<u8> {
+    let mut command_line = Vec::new();
+    Frame::Run { scenario, frames: DEFAULT_FRAMES, copies: 1 }
+        .write_lines(0, 1, |b| command_line.extend_from_slice(b))
+        .expect("short");
+    command_line
+}
+
+fn bare_run(
+    board: &Board,
+    elf: &std::path::Path,
+    command_line: &[u8],
+    icount_shift: Option<u8>,
+) -> Result<Duration, BenchError> {
     let fail = |why: String| BenchError::Bare { elf: elf.display().to_string(), why };
     let started = Instant::now();
     // Started as the harness starts its emulators, so both sides pay the same.
     let mut command = Command::new(QEMU);
     command
-        .args(qemu_args(board, elf))
+        .args(qemu_args(board, elf, icount_shift))
         .args(STDIO_UART)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -145,6 +159,109 @@ fn bare_run(board: &Board, elf: &std::path::Path, command_line: &[u8]) -> Result
         return Err(fail(format!("exited with {status}")));
     }
     Ok(took)
+}
+
+/// Bare QEMU runs of one model in one scenario one way and the other,
+/// alternating, so that both see the same machine.
+#[derive(Debug, Clone)]
+pub struct Paired {
+    pub board: String,
+    pub model: String,
+    pub scenario: &'static str,
+    pub runs: u32,
+    /// Total wall time of the runs without what is weighed, and with it.
+    pub without: Duration,
+    pub with: Duration,
+}
+
+impl Paired {
+    /// How much longer a run takes with it.
+    pub fn ratio(&self) -> f64 {
+        self.with.as_secs_f64() / self.without.as_secs_f64()
+    }
+
+    /// What it adds to one run, on average.
+    pub fn added(&self) -> Duration {
+        self.with.saturating_sub(self.without) / self.runs
+    }
+}
+
+/// Times `model` (the bundled TFLM's image for the default board, built
+/// here if needed) in the stream scenario, `runs` times with the capture
+/// scenario's `-icount` and as many without, alternating; and says the
+/// shift.
+pub fn icount_cost(
+    ws: &Workspace,
+    model: &str,
+    runs: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Paired, u8), BenchError> {
+    let (board, image) = default_image(ws, model, Variant::Standard, progress)?;
+    let shift = crate::run::measurement::icount_shift(&board, crate::run::measurement::DMA_STREAM)
+        .expect("a QEMU board has the capture scenario's clock");
+    let paired = alternate(&board, model, STREAM, runs, (&image, None), (&image, Some(shift)), progress)?;
+    Ok((paired, shift))
+}
+
+/// Times `model`'s single frame as [`icount_cost`] times `-icount`: the
+/// image without the firmware's search for the least arena, and with it.
+pub fn search_cost(
+    ws: &Workspace,
+    model: &str,
+    runs: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Paired, BenchError> {
+    let (board, with) = default_image(ws, model, Variant::Standard, progress)?;
+    let (_, without) = default_image(ws, model, Variant::NoLeastArena, progress)?;
+    alternate(&board, model, SINGLE_FRAME, runs, (&without, None), (&with, None), progress)
+}
+
+/// The bundled TFLM's image of `model` for the default board, built here if
+/// needed.
+fn default_image(
+    ws: &Workspace,
+    model: &str,
+    variant: Variant,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Board, std::path::PathBuf), BenchError> {
+    let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
+    let file = ws.models_file();
+    let models = models::select(models::load(&file).map_err(ConfigError::from)?.models, &[model.to_owned()], &file)
+        .map_err(ConfigError::from)?;
+    let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
+    let runtime = Runtime::bundled();
+    let model_file = models[0].read(&runtime).map_err(|e| build_err(&e))?;
+    progress(&format!("building {}/{model}{}", board.name, variant.suffix()));
+    let image = firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
+    Ok((board, image.elf))
+}
+
+/// `runs` bare runs of `scenario` each way, each an image and its
+/// `-icount` shift, alternating.
+fn alternate(
+    board: &Board,
+    model: &str,
+    scenario: &'static str,
+    runs: u32,
+    without: (&Path, Option<u8>),
+    with: (&Path, Option<u8>),
+    progress: &mut dyn FnMut(&str),
+) -> Result<Paired, BenchError> {
+    let command_line = run_command(scenario);
+    let mut paired = Paired {
+        board: board.name.clone(),
+        model: model.to_owned(),
+        scenario,
+        runs,
+        without: Duration::ZERO,
+        with: Duration::ZERO,
+    };
+    for run in 0..runs {
+        progress(&format!("run {}/{runs}, each way", run + 1));
+        paired.without += bare_run(board, without.0, &command_line, without.1)?;
+        paired.with += bare_run(board, with.0, &command_line, with.1)?;
+    }
+    Ok(paired)
 }
 
 /// Flash and static RAM of one image with and without the measurement

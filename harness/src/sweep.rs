@@ -1,20 +1,20 @@
 //! A sweep of TFLM's history: one tflite-micro tree a month, made from a
 //! clone of its repository as TFLM's own download scripts make a checkout
-//! (each third-party library at the revision the commit pins, unpacked
-//! where its script puts it and patched by the script's own steps), each
+//! (each third-party library its Makefile downloads, at the revision the
+//! commit pins, by the commit's own scripts), each
 //! run with hello_world and hello_world_int8 on the default board, or
 //! refused for what it lacks. What the sweep keeps of a month is its
 //! [`Outcome`] (`target/hilmem/sweep/<commit>.json`); the tree and its
 //! builds are removed once it is recorded.
 //!
 //! The libraries come from local clones, not from the addresses the
-//! scripts download: an archive made from a clone differs byte for byte
-//! from the one GitHub serves, so the scripts' checksums are not checked.
-//! Everything after the download (moving the unpacked folder into place,
-//! deleting BUILD files, the patches, whether as `.patch` files or as shell
-//! functions) runs as the tree's script has it, in bash.
+//! scripts download: stand-ins for `wget` and `curl` serve an archive of
+//! the clone made as GitHub makes one. It differs byte for byte from the one
+//! GitHub serves, so the scripts' checksums are not checked; every other
+//! line of the scripts (unpacking, moving into place, deleting BUILD files,
+//! the patches, as `.patch` files or as shell functions) runs as the tree
+//! has it, in bash.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -28,17 +28,7 @@ use crate::spec::board::DEFAULT_BOARD;
 use crate::spec::runtime::Runtime;
 use crate::Workspace;
 
-/// The third-party libraries TFLM's library is built with, by the folder
-/// the download scripts put each in and its repository on GitHub.
-pub const LIBRARIES: [(&str, &str); 4] = [
-    ("flatbuffers", "google/flatbuffers"),
-    ("gemmlowp", "google/gemmlowp"),
-    ("ruy", "google/ruy"),
-    ("kissfft", "mborgerding/kissfft"),
-];
-
-/// Where a tree's download scripts and pins are, and where they put the
-/// libraries.
+/// Where a tree's download scripts are, and where they put the libraries.
 const MAKE_DIR: &str = "tensorflow/lite/micro/tools/make";
 
 /// The models each tree runs: hello_world from the root models file (float,
@@ -132,41 +122,30 @@ pub fn months(repo: &Path, from: &str) -> Result<Vec<Month>, SweepError> {
     Ok(months)
 }
 
-/// The revision of `repository` (`owner/name`) that the tree's download
-/// scripts and pins (`tools/make/*.sh`, `*.inc`) name in a GitHub archive
-/// address (`github.com/OWNER/NAME/archive/[refs/tags/]REV.zip`), `${VAR}`
-/// taken from the same file's `VAR="..."`; None if none does, an error if
-/// two name different ones.
-pub fn pinned(tree: &Path, repository: &str) -> Result<Option<String>, String> {
-    let dir = tree.join(MAKE_DIR);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "sh" || e == "inc"))
-        .collect();
-    files.sort();
-    let mut found: BTreeSet<String> = BTreeSet::new();
-    let address = format!("github.com/{repository}/archive/");
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        for (at, _) in text.match_indices(&address) {
-            let rest = &text[at + address.len()..];
-            let rest = rest.strip_prefix("refs/tags/").unwrap_or(rest);
-            let Some(rev) = rest.split(".zip").next().filter(|r| !r.contains(char::is_whitespace)) else { continue };
-            let rev = match rev.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
-                Some(var) => match assigned(&text, var) {
-                    Some(value) => value,
-                    None => continue,
-                },
-                None => rev.to_owned(),
-            };
-            found.insert(rev);
+/// The GitHub repository (`owner/name`) and revision a download fetches:
+/// the archive address (`github.com/OWNER/NAME/archive/[refs/tags/]REV.zip`)
+/// among a rule's words, or in a script's text, `${VAR}` taken from the
+/// script's own `VAR="..."`.
+fn source_of(tree: &Path, fetch: &Fetch) -> Option<(String, String)> {
+    let script = std::fs::read_to_string(tree.join(&fetch.script)).unwrap_or_default();
+    let text = match fetch.args.first() {
+        Some(url) if url.contains("/archive/") => url.clone(),
+        _ => script.clone(),
+    };
+    text.match_indices("github.com/").find_map(|(at, m)| {
+        let rest = &text[at + m.len()..];
+        let (repository, rest) = rest.split_once("/archive/")?;
+        let rest = rest.strip_prefix("refs/tags/").unwrap_or(rest);
+        let rev = rest.split(".zip").next()?;
+        if repository.matches('/').count() != 1 || rev.contains(char::is_whitespace) {
+            return None;
         }
-    }
-    match found.len() {
-        0 | 1 => Ok(found.pop_first()),
-        _ => Err(format!("its scripts pin {repository} at {}", found.into_iter().collect::<Vec<_>>().join(" and "))),
-    }
+        let rev = match rev.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
+            Some(var) => assigned(&script, var)?,
+            None => rev.to_owned(),
+        };
+        Some((repository.to_owned(), rev))
+    })
 }
 
 /// The value a shell script assigns to `var` (`VAR="value"`), unquoted.
@@ -185,19 +164,6 @@ fn archive_folder(name: &str, rev: &str) -> String {
         _ => rev,
     };
     format!("{}-{rev}", name.rsplit('/').next().unwrap_or(name))
-}
-
-/// The script and arguments with which the tree's Makefile downloads
-/// `library`: a rule of `download_and_extract.sh` whose folder is the
-/// library's, or the library's own download script; None if it downloads
-/// no such library.
-fn fetch_of(fetches: &[Fetch], library: &str) -> Option<Fetch> {
-    let folder = format!("/downloads/{library}");
-    let script = format!("/{library}_download.sh");
-    fetches
-        .iter()
-        .find(|f| f.args.get(2).is_some_and(|dir| dir.ends_with(&folder)) || f.script.ends_with(&script))
-        .cloned()
 }
 
 /// `script` as the sweep runs it: every line as the tree has it but those
@@ -224,9 +190,10 @@ fn unchecked(script: &str) -> String {
 
 /// Shell functions that stand in for `wget` and `curl` in a download
 /// script: they serve `archive` for an address of `repository`'s archive of
-/// `rev` and refuse any other (`wget URL -O FILE`, `curl ... URL`, which
-/// writes to its standard output).
-fn network(archive: &Path, repository: &str, rev: &str) -> String {
+/// `rev`, and leave the file `served` once they have, and refuse any other
+/// (`wget URL -O FILE`, `curl ... URL`, which writes to its standard
+/// output).
+fn network(archive: &Path, repository: &str, rev: &str, served: &Path) -> String {
     format!(
         r#"hilmem_serves() {{
   case "$1" in
@@ -240,15 +207,16 @@ wget() {{
     case "$1" in -O) out="$2"; shift;; -*) ;; *) url="$1";; esac
     shift
   done
-  hilmem_serves "$url" && cp "{archive}" "$out"
+  hilmem_serves "$url" && cp "{archive}" "$out" && : > "{served}"
 }}
 curl() {{
   local url=""
   for arg in "$@"; do case "$arg" in -*) ;; *) url="$arg";; esac; done
-  hilmem_serves "$url" && cat "{archive}"
+  hilmem_serves "$url" && cat "{archive}" && : > "{served}"
 }}
 "#,
-        archive = archive.display()
+        archive = archive.display(),
+        served = served.display()
     )
 }
 
@@ -260,11 +228,11 @@ curl() {{
 fn download(
     tree: &Path,
     fetch: &Fetch,
-    (library, repository): (&str, &str),
-    (clone, rev): (&Path, &str),
+    (repository, rev): (&str, &str),
+    clone: &Path,
     scratch: &Path,
 ) -> Result<(), String> {
-    let folder = archive_folder(library, rev);
+    let folder = archive_folder(repository, rev);
     let zip =
         git(clone, &["archive", "--format=zip", &format!("--prefix={folder}/"), rev]).map_err(|e| e.to_string())?;
     let archive = scratch.join(format!("{folder}.zip"));
@@ -276,12 +244,13 @@ fn download(
     let copy = script.with_file_name(format!(".sweep-{}", script.file_name().unwrap_or_default().to_string_lossy()));
     std::fs::write(&copy, unchecked(&text)).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
     let args: Vec<String> = fetch.args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))).collect();
-    let program = format!("{}\nsource {} {}\n", network(&archive, repository, rev), copy.display(), args.join(" "));
+    let served = scratch.join("served");
+    let program =
+        format!("{}\nsource {} {}\n", network(&archive, repository, rev, &served), copy.display(), args.join(" "));
     let out = Command::new("bash").arg("-c").arg(&program).current_dir(tree).output();
     let _ = std::fs::remove_file(&copy);
     let out = out.map_err(|e| format!("cannot run bash: {e}"))?;
-    let made = tree.join(MAKE_DIR).join("downloads").join(library);
-    if !out.status.success() || !made.is_dir() {
+    if !out.status.success() || !served.is_file() {
         return Err(format!(
             "{} {} did not download it: {}{}",
             fetch.script,
@@ -305,11 +274,14 @@ fn untar(archive: &[u8], dir: &Path) -> std::io::Result<()> {
 }
 
 /// The tree of `month`'s commit under `dir`, made as TFLM's download
-/// scripts make a checkout: the commit's files, then each library of
-/// [`LIBRARIES`] the tree pins, at its revision, from `libraries/<name>`
-/// (a clone of its repository), and an empty `downloads/pigweed` (which
-/// stops its Makefile from cloning pigweed). Made in a scratch folder, so
-/// an interrupted make leaves nothing that looks complete.
+/// scripts make a checkout: the commit's files, then each third-party
+/// download its Makefile makes from a GitHub archive of a repository that
+/// `libraries` holds a clone of (under the repository's name), at the
+/// revision the tree pins, and an empty `downloads/pigweed` (which stops
+/// its Makefile from cloning pigweed). A download without a clone here is
+/// left out: a tree that needs it is refused naming the files it lacks.
+/// Made in a scratch folder, so an interrupted make leaves nothing that
+/// looks complete.
 pub fn make_tree(repo: &Path, libraries: &Path, month: &Month, dir: &Path) -> Result<PathBuf, SweepError> {
     let tree = dir.join(format!("tflite-micro-{}", &month.commit[..9]));
     if tree.is_dir() {
@@ -325,17 +297,20 @@ pub fn make_tree(repo: &Path, libraries: &Path, month: &Month, dir: &Path) -> Re
     // The Makefile makes the downloads folder before it runs a download.
     let downloads = scratch.join(MAKE_DIR).join("downloads");
     std::fs::create_dir_all(&downloads).map_err(io(format!("create {}", downloads.display())))?;
-    for (library, repository) in LIBRARIES {
-        let Some(fetch) = fetch_of(&fetches, library) else { continue };
-        let rev = pinned(&scratch, repository)
-            .and_then(|rev| rev.ok_or(format!("it downloads {library} and pins no revision of {repository}")))
-            .map_err(failed)?;
+    let mut done = Vec::new();
+    for fetch in &fetches {
+        let Some((repository, rev)) = source_of(&scratch, fetch) else { continue };
+        let clone = libraries.join(repository.rsplit('/').next().unwrap_or(&repository));
+        if !clone.exists() || done.contains(fetch) {
+            continue;
+        }
         let unpacked = dir.join(".partial-download");
         let _ = std::fs::remove_dir_all(&unpacked);
         std::fs::create_dir_all(&unpacked).map_err(io(format!("create {}", unpacked.display())))?;
-        download(&scratch, &fetch, (library, repository), (&libraries.join(library), &rev), &unpacked)
-            .map_err(|why| failed(format!("{library} at {rev}: {why}")))?;
+        download(&scratch, fetch, (&repository, &rev), &clone, &unpacked)
+            .map_err(|why| failed(format!("{repository} at {rev}: {why}")))?;
         let _ = std::fs::remove_dir_all(&unpacked);
+        done.push(fetch.clone());
     }
     let pigweed = scratch.join(MAKE_DIR).join("downloads/pigweed");
     std::fs::create_dir_all(&pigweed).map_err(io(format!("create {}", pigweed.display())))?;
@@ -450,34 +425,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_pin_is_read_from_the_address_with_its_variable() {
+    fn a_download_fetches_the_archive_its_rule_or_script_names() {
         let dir = tempfile::tempdir().unwrap();
         let make = dir.path().join(MAKE_DIR);
         std::fs::create_dir_all(&make).unwrap();
         std::fs::write(
             make.join("flatbuffers_download.sh"),
-            "  ZIP_PREFIX=\"v25.9.23\"\n  FLATBUFFERS_URL=\"https://github.com/google/flatbuffers/archive/refs/tags/${ZIP_PREFIX}.zip\"\n",
+            "  ZIP_PREFIX=\"v25.9.23\"\n  URL=\"https://github.com/google/flatbuffers/archive/refs/tags/${ZIP_PREFIX}.zip\"\n",
         )
         .unwrap();
-        std::fs::write(
-            make.join("third_party_downloads.inc"),
-            "RUY_URL=\"https://github.com/google/ruy/archive/d37128311b445e758136b8602d1bbd2a755e115d.zip\"\n\
-             KISSFFT_URL=\"http://mirror.tensorflow.org/github.com/mborgerding/kissfft/archive/v130.zip\"\n\
-             FLATBUFFERS_URL := \"https://github.com/google/flatbuffers/archive/refs/tags/v25.9.23.zip\"\n",
-        )
-        .unwrap();
-        assert_eq!(pinned(dir.path(), "google/flatbuffers").unwrap().as_deref(), Some("v25.9.23"));
-        assert_eq!(
-            pinned(dir.path(), "google/ruy").unwrap().as_deref(),
-            Some("d37128311b445e758136b8602d1bbd2a755e115d")
-        );
-        assert_eq!(pinned(dir.path(), "mborgerding/kissfft").unwrap().as_deref(), Some("v130"));
-        assert_eq!(pinned(dir.path(), "google/gemmlowp").unwrap(), None);
-        std::fs::write(make.join("other.sh"), "X=https://github.com/google/ruy/archive/abc.zip\n").unwrap();
-        let err = pinned(dir.path(), "google/ruy").unwrap_err();
-        assert!(err.contains("abc and d371"), "{err}");
-        assert_eq!(archive_folder("kissfft", "v130"), "kissfft-130");
-        assert_eq!(archive_folder("flatbuffers", "dca1252"), "flatbuffers-dca1252");
+        let script = Fetch { script: format!("{MAKE_DIR}/flatbuffers_download.sh"), args: vec!["downloads".into()] };
+        assert_eq!(source_of(dir.path(), &script), Some(("google/flatbuffers".into(), "v25.9.23".into())));
+        let rule = Fetch {
+            script: format!("{MAKE_DIR}/download_and_extract.sh"),
+            args: vec![
+                "http://mirror.tensorflow.org/github.com/mborgerding/kissfft/archive/v130.zip".into(),
+                "438ba1fef5783cc5f5f201395cc477ca".into(),
+                "downloads/kissfft".into(),
+            ],
+        };
+        assert_eq!(source_of(dir.path(), &rule), Some(("mborgerding/kissfft".into(), "v130".into())));
+        let data = Fetch {
+            script: format!("{MAKE_DIR}/download_and_extract.sh"),
+            args: vec!["https://storage.googleapis.com/data/person.zip".into(), "0".into(), "downloads/p".into()],
+        };
+        assert_eq!(source_of(dir.path(), &data), None, "not a GitHub archive");
+        assert_eq!(archive_folder("mborgerding/kissfft", "v130"), "kissfft-130");
+        assert_eq!(archive_folder("google/flatbuffers", "dca1252"), "flatbuffers-dca1252");
     }
 
     #[test]
@@ -489,15 +463,5 @@ mod tests {
             "source bash_helpers.sh\n  wget ${URL} -O \"$TEMPFILE\"\n: checksum not checked\n\
              \x20 DOWNLOADED_MD5=${expected_md5}\n  unzip x"
         );
-        let fetches = [
-            Fetch {
-                script: "t/download_and_extract.sh".into(),
-                args: vec!["u".into(), "m".into(), "t/downloads/ruy".into()],
-            },
-            Fetch { script: "t/flatbuffers_download.sh".into(), args: vec!["t/downloads".into()] },
-        ];
-        assert_eq!(fetch_of(&fetches, "ruy"), Some(fetches[0].clone()));
-        assert_eq!(fetch_of(&fetches, "flatbuffers"), Some(fetches[1].clone()));
-        assert_eq!(fetch_of(&fetches, "kissfft"), None);
     }
 }

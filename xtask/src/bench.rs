@@ -17,6 +17,11 @@ pub struct Args {
     /// models of 1,000 to 10,000 tensors (builds and runs nothing).
     #[arg(long)]
     analyzer: bool,
+    /// Only the firmware's search for the least arena: person_detection's
+    /// single frame on qemu-m7, the image with the search against one
+    /// without it.
+    #[arg(long, conflicts_with = "analyzer")]
+    least_arena: bool,
     /// Models file whose models the timed run measures [default: hil.toml at
     /// the repository root].
     #[arg(long)]
@@ -34,6 +39,15 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
+    let search = || -> Result<()> {
+        let cost = bench::search_cost(&ws, LAYER_COST_MODEL, PAIRED_RUNS, &mut |line| eprintln!("{line}"))?;
+        print_paired("the firmware's search for the least arena against an image without it", &cost);
+        Ok(())
+    };
+    if args.least_arena {
+        search()?;
+        return Ok(exit::OK);
+    }
     let mut models = vec![(
         "person_detection".to_owned(),
         models::load(&ws.models_file())?
@@ -93,6 +107,9 @@ pub fn run(args: Args) -> Result<i32> {
     println!("bare qemu, serial: {:.2} s", report.bare.as_secs_f64());
     println!("ratio:             {:.3} (hilmem / (bare / {}); goal <= 1.15)", report.ratio(), report.jobs);
     println!();
+    let (icount, shift) = bench::icount_cost(&ws, LAYER_COST_MODEL, PAIRED_RUNS, &mut |line| eprintln!("{line}"))?;
+    print_paired(&format!("QEMU with -icount shift={shift} against without"), &icount);
+    search()?;
     println!("arena layer measurement machinery ({}/{}, from the ELF):", cost.board, cost.model);
     println!("  flash:      {:+} bytes (goal <= 2048)", cost.flash_bytes());
     println!("  static RAM: {:+} bytes (goal <= 256)", cost.static_ram_bytes());
@@ -102,5 +119,21 @@ pub fn run(args: Args) -> Result<i32> {
 /// Runs each way of `analyze --tflm`'s whole-process timing.
 const TREE_RUNS: u32 = 10;
 
-/// The model whose image the layer's cost is weighed on.
+/// Bare QEMU runs each way of the paired timings.
+const PAIRED_RUNS: u32 = 5;
+
+fn print_paired(what: &str, p: &bench::Paired) {
+    println!("{what} ({}/{}, {}, {} bare runs each, alternating):", p.board, p.model, p.scenario, p.runs);
+    println!(
+        "  without: {:.2} s   with: {:.2} s   ratio {:.2}   {:.0} ms more a run",
+        p.without.as_secs_f64(),
+        p.with.as_secs_f64(),
+        p.ratio(),
+        p.added().as_secs_f64() * 1e3
+    );
+    println!();
+}
+
+/// The model whose image the layer's cost, QEMU's `-icount` and the least
+/// arena's search are weighed on.
 const LAYER_COST_MODEL: &str = "person_detection";

@@ -18,8 +18,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     repo: PathBuf,
     /// A folder of clones of the third-party libraries TFLM's download
-    /// scripts fetch, by the names the scripts give them: flatbuffers,
-    /// gemmlowp, ruy, kissfft.
+    /// scripts fetch from GitHub, each under its repository's name:
+    /// flatbuffers, gemmlowp, ruy, kissfft, printf (eyalroz/printf). A
+    /// download without a clone is left out, and a tree that needs it is
+    /// refused naming the files it lacks.
     #[arg(long, value_name = "DIR")]
     libraries: PathBuf,
     /// The first month, YYYY-MM.

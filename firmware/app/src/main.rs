@@ -23,10 +23,16 @@ pub mod config {
 #[cortex_m_rt::entry]
 fn main() -> ! {
     platform::init();
-    // SAFETY: first thing after reset; nothing below this frame is in use.
-    let stack = unsafe { platform::Stack::paint() };
-    let status = scenario::serve(stack);
-    platform::exit(status)
+    // SAFETY: first thing after reset, no interrupt enabled.
+    unsafe { platform::Stack::run_on_process_stack(thread) }
+}
+
+/// Thread mode, on the process stack: the handlers keep the main stack.
+#[cfg(target_os = "none")]
+extern "C" fn thread() -> ! {
+    // SAFETY: first thing on the process stack, no interrupt enabled.
+    let stack = unsafe { platform::Stack::take() };
+    platform::exit(scenario::serve(stack))
 }
 
 #[cfg(not(target_os = "none"))]

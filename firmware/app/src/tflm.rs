@@ -30,10 +30,25 @@ impl Messages {
     }
 }
 
+/// Whether TFLM's messages are dropped (while the firmware tries arenas TFLM
+/// is meant to refuse).
+static QUIET: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f` with TFLM's messages dropped.
+pub fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    QUIET.store(true, core::sync::atomic::Ordering::SeqCst);
+    let result = f();
+    QUIET.store(false, core::sync::atomic::Ordering::SeqCst);
+    result
+}
+
 /// TFLM's logging hook, through the shim's `DebugLog`: it calls this with the
 /// message text, then with "\r\n".
 #[no_mangle]
 extern "C" fn hm_debug_log(s: *const core::ffi::c_char) {
+    if QUIET.load(core::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     // SAFETY: TFLM passes NUL-terminated strings.
     let bytes = unsafe { core::ffi::CStr::from_ptr(s) }.to_bytes();
     platform::write(bytes);
@@ -80,6 +95,12 @@ pub struct Error {
 }
 
 impl Error {
+    /// TFLM was refused memory (in AllocateTensors, or, for a probe's
+    /// interpreter, in Invoke).
+    pub fn refused_memory(&self) -> bool {
+        self.code == status::ALLOCATE
+    }
+
     pub fn what(&self) -> &'static str {
         match self.code {
             status::VERIFY => "model is not a valid TFLite flatbuffer",
@@ -102,11 +123,22 @@ fn check(code: i32) -> Result<(), Error> {
     }
 }
 
+/// The slot [`select`] chose last.
+static SELECTED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
 /// Makes `slot` (one per model the image holds) the one the other calls act
 /// on; slot 0 is chosen at boot.
 pub fn select(slot: u32) -> Result<(), Error> {
     // SAFETY: plain setter, checked by the shim.
-    check(unsafe { tflm_sys::hm_tflm_select(slot) })
+    check(unsafe { tflm_sys::hm_tflm_select(slot) })?;
+    SELECTED.store(slot, core::sync::atomic::Ordering::SeqCst);
+    Ok(())
+}
+
+/// The slot the calls act on now: what an interrupt that infers with another
+/// model selects again before it returns.
+pub fn selected() -> u32 {
+    SELECTED.load(core::sync::atomic::Ordering::SeqCst)
 }
 
 /// Loads `model` into the chosen slot over slot 0's allocator and arena:
@@ -126,6 +158,24 @@ pub unsafe fn load_shared(model: &[u8]) -> Result<(), Error> {
 /// else, until the next `load` (the interpreter keeps pointers to both).
 pub unsafe fn load(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
     check(tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
+}
+
+/// Destroys the chosen slot's interpreter: from here TFLM no longer reads
+/// its arena (which may then be painted or lent to someone else).
+pub fn unload() {
+    // SAFETY: the shim destroys only an interpreter it built.
+    unsafe { tflm_sys::hm_tflm_unload() }
+}
+
+/// As [`load`], over an allocator that refuses what would land on memory
+/// TFLM still holds, where the tree's allocator takes the arena's: an arena
+/// too small is refused rather than corrupted (the search for the least
+/// arena probes with it).
+///
+/// # Safety
+/// As [`load`].
+pub unsafe fn probe(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
+    check(tflm_sys::hm_tflm_probe(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
 }
 
 pub fn invoke() -> Result<(), Error> {
@@ -174,6 +224,27 @@ pub fn set_input(index: u32, data: &[u8]) -> Result<(), (u32, u32)> {
     // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena.
     unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), t.data as *mut u8, data.len()) };
     Ok(())
+}
+
+/// One inference of the chosen slot's model on `data` (its input tensor's
+/// bytes exactly), and its answer, with nothing but the arena: what a model
+/// inferring from an interrupt does.
+pub fn answer_for(data: &[u8]) -> Result<(u32, f32), Error> {
+    set_input(0, data).map_err(|_| Error { code: status::NO_TENSOR })?;
+    invoke()?;
+    let output = output()?;
+    Ok(output.answer(output.bytes))
+}
+
+/// Input tensor 0's bytes in the arena: where a zero-copy capture would
+/// write (empty when there is no input tensor).
+pub fn input_bytes() -> &'static mut [u8] {
+    match describe(tflm_sys::hm_tflm_input, 0) {
+        // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena,
+        // valid until the next load.
+        Ok(t) => unsafe { core::slice::from_raw_parts_mut(t.data as *mut u8, t.bytes as usize) },
+        Err(_) => &mut [],
+    }
 }
 
 /// Output tensor 0: how to read it, and its bytes in the arena.

@@ -78,10 +78,10 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::ArenaTooSmall { need, capacity } => {
-                write!(f, "needs {need} bytes of tensor arena, the firmware has {capacity}")
+                write!(f, "its least arena is {need} bytes, the firmware's arena {capacity}")
             }
             Refusal::OverBudget { need, budget } => {
-                write!(f, "needs {need} bytes of tensor arena, the board's budget is {budget}")
+                write!(f, "its least arena is {need} bytes, the board's budget for the arena {budget}")
             }
             Refusal::FreeHeap { free, min } => write!(f, "{free} bytes of heap would be free, the gate wants {min}"),
             Refusal::StackMargin { percent, min } => {

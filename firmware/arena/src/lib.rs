@@ -11,6 +11,7 @@
 //! - [`Pool`] hands out cache-line aligned blocks for the buffers outside the
 //!   arena, with a high-water mark per [`Category`].
 //! - [`lifecycle`] moves managed frame buffers through their cycle.
+//! - [`owner`] keeps two models that share an arena from inferring at once.
 //! - [`budget`] holds a board's memory budget and the safety gate; [`ota`]
 //!   the checks a model update must pass.
 //! - [`LogRing`] buffers log text until the transport drains it.
@@ -23,6 +24,7 @@ pub mod budget;
 pub mod lifecycle;
 mod log_ring;
 pub mod ota;
+pub mod owner;
 mod pool;
 
 pub use log_ring::LogRing;

@@ -2,9 +2,13 @@
 //! FREE → CAMERA_FILLING → INFER_RUNNING → POSTPROCESSING → UPLOAD_PENDING → FREE.
 //!
 //! Only the next state of the cycle is legal; a buffer that is not FREE is
-//! never handed out; every transition is timestamped (in the caller's clock),
-//! and a buffer that stays in a state longer than that state's timeout is
-//! reported as stuck.
+//! never handed out; a buffer an asynchronous writer (a camera's DMA) still
+//! holds does not leave CAMERA_FILLING; every transition is timestamped (in
+//! the caller's clock), and a buffer that stays in a state longer than that
+//! state's timeout is reported as stuck.
+//!
+//! With the `unchecked` feature the checks are compiled out: any transition
+//! is taken. That build exists only to show what the checks prevent.
 
 use core::fmt;
 
@@ -49,6 +53,8 @@ pub enum LifecycleError {
     Illegal { buffer: usize, from: State, to: State },
     /// There is no buffer with this index.
     NoSuchBuffer(usize),
+    /// An asynchronous writer still fills it.
+    Writing { buffer: usize, state: State },
 }
 
 impl fmt::Display for LifecycleError {
@@ -59,6 +65,9 @@ impl fmt::Display for LifecycleError {
                 write!(f, "buffer {buffer}: {} may not follow {}", to.name(), from.name())
             }
             LifecycleError::NoSuchBuffer(b) => write!(f, "no managed buffer {b}"),
+            LifecycleError::Writing { buffer, state } => {
+                write!(f, "buffer {buffer} is {} and still being written", state.name())
+            }
         }
     }
 }
@@ -100,12 +109,14 @@ impl Timeouts {
 pub struct Buffers<const N: usize> {
     state: [State; N],
     entered: [u32; N],
+    /// Held by an asynchronous writer.
+    writing: [bool; N],
     transitions: u32,
 }
 
 impl<const N: usize> Default for Buffers<N> {
     fn default() -> Self {
-        Buffers { state: [State::Free; N], entered: [0; N], transitions: 0 }
+        Buffers { state: [State::Free; N], entered: [0; N], writing: [false; N], transitions: 0 }
     }
 }
 
@@ -117,11 +128,37 @@ impl<const N: usize> Buffers<N> {
         Ok(buffer)
     }
 
-    /// Moves `buffer` to `to`, which must be the next state of its cycle.
+    /// A FREE buffer, now CAMERA_FILLING and held by an asynchronous writer
+    /// until [`Buffers::written`].
+    pub fn acquire_for_writer(&mut self, now: u32) -> Result<usize, LifecycleError> {
+        let buffer = self.acquire(now)?;
+        self.writing[buffer] = true;
+        Ok(buffer)
+    }
+
+    /// The asynchronous writer has finished filling `buffer`.
+    pub fn written(&mut self, buffer: usize) {
+        if let Some(writing) = self.writing.get_mut(buffer) {
+            *writing = false;
+        }
+    }
+
+    /// Whether an asynchronous writer holds `buffer`.
+    pub fn is_writing(&self, buffer: usize) -> bool {
+        self.writing.get(buffer).copied().unwrap_or(false)
+    }
+
+    /// Moves `buffer` to `to`, which must be the next state of its cycle,
+    /// and out of CAMERA_FILLING only once its writer has finished.
     pub fn advance(&mut self, buffer: usize, to: State, now: u32) -> Result<(), LifecycleError> {
         let from = *self.state.get(buffer).ok_or(LifecycleError::NoSuchBuffer(buffer))?;
-        if from.next() != to {
-            return Err(LifecycleError::Illegal { buffer, from, to });
+        if !cfg!(feature = "unchecked") {
+            if from.next() != to {
+                return Err(LifecycleError::Illegal { buffer, from, to });
+            }
+            if self.writing[buffer] {
+                return Err(LifecycleError::Writing { buffer, state: from });
+            }
         }
         self.state[buffer] = to;
         self.entered[buffer] = now;
@@ -133,6 +170,11 @@ impl<const N: usize> Buffers<N> {
 
     pub fn state(&self, buffer: usize) -> State {
         self.state[buffer]
+    }
+
+    /// Buffers that are not FREE.
+    pub fn in_use(&self) -> usize {
+        self.state.iter().filter(|&&s| s != State::Free).count()
     }
 
     /// When `buffer` entered its current state.
@@ -160,7 +202,9 @@ impl<const N: usize> Buffers<N> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::string::ToString;
 
     const ALL: [State; 5] =
         [State::Free, State::CameraFilling, State::InferRunning, State::Postprocessing, State::UploadPending];
@@ -224,6 +268,31 @@ mod tests {
         }
         b.advance(first, State::Free, 4).unwrap();
         assert_eq!(b.acquire(5), Ok(first));
+    }
+
+    #[test]
+    fn a_buffer_its_writer_still_holds_stays_camera_filling() {
+        let mut b = Buffers::<2>::default();
+        let held = b.acquire_for_writer(7).unwrap();
+        assert!(b.is_writing(held));
+        assert_eq!(b.in_use(), 1);
+        assert_eq!(
+            b.advance(held, State::InferRunning, 8),
+            Err(LifecycleError::Writing { buffer: held, state: State::CameraFilling })
+        );
+        assert_eq!((b.state(held), b.entered(held), b.transitions()), (State::CameraFilling, 7, 1));
+        // The other buffer is not held.
+        let other = b.acquire(8).unwrap();
+        assert!(!b.is_writing(other));
+        b.advance(other, State::InferRunning, 9).unwrap();
+        b.written(held);
+        assert!(!b.is_writing(held));
+        b.advance(held, State::InferRunning, 10).unwrap();
+        assert_eq!(b.in_use(), 2);
+        assert_eq!(
+            LifecycleError::Writing { buffer: 1, state: State::CameraFilling }.to_string(),
+            "buffer 1 is CAMERA_FILLING and still being written"
+        );
     }
 
     #[test]

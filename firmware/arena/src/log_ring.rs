@@ -44,6 +44,18 @@ impl<'a> LogRing<'a> {
         self.len = 0;
     }
 
+    /// Moves the oldest bytes, as many as `out` holds, into `out`; returns
+    /// how many.
+    pub fn take(&mut self, out: &mut [u8]) -> usize {
+        let n = self.len.min(out.len());
+        for (i, byte) in out[..n].iter_mut().enumerate() {
+            *byte = self.buf[(self.start + i) % self.buf.len()];
+        }
+        self.start = (self.start + n) % self.buf.len().max(1);
+        self.len -= n;
+        n
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -94,6 +106,21 @@ mod tests {
         assert_eq!(drained(&mut ring), b"fghij");
         assert!(ring.is_empty());
         assert_eq!(ring.peak(), 5);
+    }
+
+    #[test]
+    fn text_is_taken_a_piece_at_a_time_across_the_wrap() {
+        let mut buf = [0u8; 8];
+        let mut ring = LogRing::new(&mut buf);
+        write!(ring, "abcdef").unwrap();
+        let mut out = [0u8; 4];
+        assert_eq!(ring.take(&mut out), 4);
+        assert_eq!(&out, b"abcd");
+        write!(ring, "ghijk").unwrap(); // wraps
+        assert_eq!(ring.take(&mut out), 4);
+        assert_eq!(&out, b"efgh");
+        assert_eq!(drained(&mut ring), b"ijk");
+        assert_eq!(ring.take(&mut out), 0);
     }
 
     #[test]

@@ -532,7 +532,10 @@ mod tests {
             Frame::Hello { board: "qemu-m7", model: "person_detection", arena_capacity: 96 * 1024, stack_size: 65536 },
             Frame::Run { scenario: "single-frame", frames: 0, copies: 1 },
             Frame::Run { scenario: "stream", frames: 32, copies: 6 },
-            Frame::Note { name: "ota_gate", text: "rejected: needs 7024 bytes of tensor arena, the firmware has 3072" },
+            Frame::Note {
+                name: "ota_gate",
+                text: "rejected: its least arena is 7024 bytes, the firmware's arena 3072",
+            },
             Frame::Metric { name: "arena_used_bytes", value: 84_312 },
             Frame::Metric { name: "heap_growth_bytes", value: -16 },
             Frame::Placement { tensor: 7, offset: 55_280 },

@@ -34,6 +34,8 @@
 
 #include "shim_tflm.h"
 
+#include <setjmp.h>
+
 // `HM_OP_COUNT` (registrations) and `template <class R> void
 // hm_register_ops(R&)`, which adds the model's operators; `HM_SLOTS`;
 // `HM_PLANNER_LINEAR` when the image plans linearly;
@@ -117,6 +119,8 @@ struct Resident {
   const tflite::Model* model;
   bool allocated;
 #ifdef HM_ARENA_ALLOCATOR
+  // Built by a probe, over a `CheckedArena`.
+  bool probing;
   tflite::MicroAllocator* allocator;
   const ArenaAllocator* buffers;
 #endif
@@ -161,14 +165,23 @@ uint32_t tensor_count() {
       active().model->subgraphs()->Get(0)->tensors()->size());
 }
 
+// Destroys the current slot's interpreter. One whose AllocateTensors failed
+// is only forgotten: its destructor would call the `free` of registrations
+// TFLM never wrote (garbage in the arena), and it owns nothing outside the
+// arena to give back.
+void unload_active() {
+  Resident& r = active();
+  if (r.interpreter != nullptr && r.allocated) {
+    r.interpreter->~MicroInterpreter();
+  }
+  r.interpreter = nullptr;
+  r.allocated = false;
+}
+
 // The current slot's interpreter is destroyed and `model_data` verified.
 int32_t prepare_slot(const uint8_t* model_data, uint32_t model_len) {
   Resident& r = active();
-  if (r.interpreter != nullptr) {
-    r.interpreter->~MicroInterpreter();
-    r.interpreter = nullptr;
-  }
-  r.allocated = false;
+  unload_active();
   if (resolver == nullptr) {
     resolver = new (resolver_slot.bytes) Resolver();
     hm_register_ops(*resolver);
@@ -201,6 +214,67 @@ int var_handles(const tflite::Model* model) {
 #endif
 
 #ifdef HM_ARENA_ALLOCATOR
+#ifdef HM_ARENA_PERSISTENT_BUFFER
+#define HM_PERSISTENT AllocatePersistentBuffer
+#else
+#define HM_PERSISTENT AllocateFromTail
+#endif
+
+// Where a probe's refused allocation returns to: the probe's own call.
+jmp_buf* probe_refused = nullptr;
+
+// The arena's allocator the search for the least arena probes with: TFLM's
+// own, except that it refuses what TFLM's would hand out over memory still
+// held, and that a refusal ends the probe there and then. TFLM checks a
+// persistent buffer against the head only, not the temporaries above it,
+// and lets the room for a temporary wrap below zero once they pass the
+// tail; so an arena a little too small can be corrupted, and fault,
+// rather than refused. And some kernels' `Prepare` use a temporary tensor
+// without checking that they got one (TRANSPOSE's, SLICE's, the
+// reductions'), reading through the null pointer into the vector table:
+// the probe must not go on past a refusal. Nothing it adds changes an
+// arena that is large enough: there every allocation is TFLM's.
+class CheckedArena : public ArenaAllocator {
+ public:
+  explicit CheckedArena(const ArenaAllocator& fresh) : ArenaAllocator(fresh) {}
+
+  uint8_t* HM_PERSISTENT(size_t size, size_t alignment) override {
+    const uintptr_t tail = reinterpret_cast<uintptr_t>(this->tail());
+    const uintptr_t temp = Temp();
+    if (temp > tail || tail - temp < size || ((tail - size) & ~(alignment - 1)) < temp) return Refused();
+    return Given(ArenaAllocator::HM_PERSISTENT(size, alignment));
+  }
+
+  uint8_t* AllocateTemp(size_t size, size_t alignment) override {
+    const uintptr_t tail = reinterpret_cast<uintptr_t>(this->tail());
+    const uintptr_t start = (Temp() + alignment - 1) & ~(alignment - 1);
+    if (start > tail || tail - start < size) return Refused();
+    return Given(ArenaAllocator::AllocateTemp(size, alignment));
+  }
+
+ private:
+  // A refusal while the probe allocates goes back to it, which says the
+  // arena is refused (the interpreter half built over it is dropped, never
+  // used or destroyed); after, it is a null pointer, as TFLM's own.
+  static uint8_t* Refused() {
+    if (probe_refused != nullptr) longjmp(*probe_refused, 1);
+    return nullptr;
+  }
+
+  static uint8_t* Given(uint8_t* buffer) { return buffer != nullptr ? buffer : Refused(); }
+
+  // Never deleted, as TFLM's own allocators (some trees' make their
+  // operator delete private, which a virtual destructor needs).
+  void operator delete(void*) {}
+
+  // Where the temporaries end (the head when there are none): the tail
+  // less the room between them, which TFLM computes without a check.
+  uintptr_t Temp() const {
+    return reinterpret_cast<uintptr_t>(this->tail()) - GetAvailableMemory(1);
+  }
+};
+static_assert(sizeof(CheckedArena) == sizeof(ArenaAllocator), "the probe's tail must be TFLM's");
+
 // Builds the current slot's interpreter over `allocator` and allocates its
 // tensors, printing the arena's split as the 2020 TFLM printed it (planned
 // tensors from the start, persistent data from the end) and, where TFLM
@@ -286,10 +360,11 @@ int32_t hm_tflm_select(uint32_t slot) {
 }
 
 // Verifies the flatbuffer, builds the current slot's interpreter over
-// `arena` and allocates its tensors. The slot's previous interpreter is
-// destroyed first.
-int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
-                     uint8_t* arena, uint32_t arena_len) {
+// `arena` and allocates its tensors, where `checked` (and the tree's
+// allocator takes the arena's) over a `CheckedArena`. The slot's previous
+// interpreter is destroyed first.
+static int32_t load(const uint8_t* model_data, uint32_t model_len,
+                    uint8_t* arena, uint32_t arena_len, bool checked) {
   const int32_t prepared = prepare_slot(model_data, model_len);
   if (prepared != HM_OK) return prepared;
 #ifdef HM_ARENA_ALLOCATOR
@@ -300,6 +375,7 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
       tflite::AlignPointerUp(arena, HM_BUFFER_ALIGNMENT);
   const size_t aligned_len = static_cast<size_t>(arena + arena_len - aligned);
 #ifdef HILMEM_TFLM_RECORDING
+  (void)checked;
   tflite::RecordingMicroAllocator* allocator =
       tflite::RecordingMicroAllocator::Create(aligned, aligned_len);
   recording = allocator;
@@ -311,14 +387,27 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
 #else
   ArenaAllocator* arena_allocator = ArenaAllocator::Create(aligned, aligned_len);
 #endif
-#ifdef HM_PLANNER_GIVEN
-#ifdef HM_ARENA_PERSISTENT_BUFFER
-  uint8_t* planner_bytes = arena_allocator->AllocatePersistentBuffer(
-      sizeof(Planner), alignof(Planner));
+  jmp_buf refused;
+  if (checked) {
+    if (setjmp(refused) != 0) {
+      probe_refused = nullptr;
+      return HM_ERR_ALLOCATE;
+    }
+    // What Create does, with the copy a CheckedArena: the same bytes of
+    // the tail.
+    arena_allocator->~ArenaAllocator();
+#ifdef HM_ARENA_CREATE_WITH_REPORTER
+    ArenaAllocator fresh(reporter, aligned, aligned_len);
 #else
-  uint8_t* planner_bytes =
-      arena_allocator->AllocateFromTail(sizeof(Planner), alignof(Planner));
+    ArenaAllocator fresh(aligned, aligned_len);
 #endif
+    uint8_t* at = fresh.HM_PERSISTENT(sizeof(CheckedArena), alignof(CheckedArena));
+    if (at == nullptr) return HM_ERR_ALLOCATE;
+    arena_allocator = new (at) CheckedArena(fresh);
+    probe_refused = &refused;
+  }
+#ifdef HM_PLANNER_GIVEN
+  uint8_t* planner_bytes = arena_allocator->HM_PERSISTENT(sizeof(Planner), alignof(Planner));
   tflite::MicroAllocator* allocator = tflite::MicroAllocator::Create(
       arena_allocator, new (planner_bytes) Planner() HM_REPORTER);
 #else
@@ -326,9 +415,13 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
   tflite::MicroAllocator* allocator =
       tflite::MicroAllocator::Create(arena_allocator HM_REPORTER);
 #endif
-  return allocate(allocator, arena_allocator);
+  const int32_t allocated = allocate(allocator, arena_allocator);
+  probe_refused = nullptr;
+  active().probing = checked;
+  return allocated;
 #endif
 #else
+  (void)checked;
   Resident& r = active();
   r.interpreter = new (r.storage.bytes)
       tflite::MicroInterpreter(r.model, *resolver, arena, arena_len, reporter);
@@ -337,6 +430,19 @@ int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
   r.allocated = true;
   return HM_OK;
 #endif
+}
+
+int32_t hm_tflm_load(const uint8_t* model_data, uint32_t model_len,
+                     uint8_t* arena, uint32_t arena_len) {
+  return load(model_data, model_len, arena, arena_len, false);
+}
+
+// As `hm_tflm_load`, over an allocator that refuses what would overlap
+// memory still held, where the tree's allocator takes the arena's (the
+// search for the least arena probes with it).
+int32_t hm_tflm_probe(const uint8_t* model_data, uint32_t model_len,
+                      uint8_t* arena, uint32_t arena_len) {
+  return load(model_data, model_len, arena, arena_len, true);
 }
 
 // Loads `model_data` into the current slot over slot 0's allocator and
@@ -355,9 +461,31 @@ int32_t hm_tflm_load_shared(const uint8_t* model_data, uint32_t model_len) {
 #endif
 }
 
+// Destroys the current slot's interpreter, which then no longer reads its
+// arena (before the arena is painted or lent to anyone else).
+void hm_tflm_unload(void) { unload_active(); }
+
 int32_t hm_tflm_invoke(void) {
-  if (!active().allocated) return HM_ERR_NOT_LOADED;
-  return active().interpreter->Invoke() == kTfLiteOk ? HM_OK : HM_ERR_INVOKE;
+  Resident& r = active();
+  if (!r.allocated) return HM_ERR_NOT_LOADED;
+#ifdef HM_ARENA_ALLOCATOR
+  // A probe's interpreter is refused memory in Invoke as in
+  // AllocateTensors, back here: the arena is too small for the inference
+  // (2023's SELECT_V2 takes temporary tensors in Eval too).
+  jmp_buf refused;
+  if (r.probing) {
+    if (setjmp(refused) != 0) {
+      probe_refused = nullptr;
+      return HM_ERR_ALLOCATE;
+    }
+    probe_refused = &refused;
+  }
+  const TfLiteStatus status = r.interpreter->Invoke();
+  probe_refused = nullptr;
+#else
+  const TfLiteStatus status = r.interpreter->Invoke();
+#endif
+  return status == kTfLiteOk ? HM_OK : HM_ERR_INVOKE;
 }
 
 // Bytes of the arena that TFLM's allocator has handed out (head plus tail);

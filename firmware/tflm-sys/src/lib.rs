@@ -61,6 +61,8 @@ extern "C" {
     pub fn hm_tflm_select(slot: u32) -> i32;
     pub fn hm_tflm_load_shared(model: *const u8, model_len: u32) -> i32;
     pub fn hm_tflm_load(model: *const u8, model_len: u32, arena: *mut u8, arena_len: u32) -> i32;
+    pub fn hm_tflm_probe(model: *const u8, model_len: u32, arena: *mut u8, arena_len: u32) -> i32;
+    pub fn hm_tflm_unload();
     pub fn hm_tflm_invoke() -> i32;
     pub fn hm_tflm_arena_used_bytes() -> u32;
     pub fn hm_tflm_tensors() -> u32;

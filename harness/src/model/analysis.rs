@@ -70,9 +70,10 @@ pub struct Analysis {
     /// What TFLM's `arena_used_bytes()` will say with the planner: head
     /// plus tail.
     pub predicted_arena_bytes: Option<usize>,
-    /// The least arena `AllocateTensors` accepts (planning borrows room
-    /// beyond head plus tail).
+    /// The least arena `AllocateTensors` accepts (preparing and planning
+    /// borrow room beyond head plus tail), and what sets it.
     pub minimum_arena_bytes: Option<usize>,
+    pub least_arena_set_by: Option<String>,
     /// What the prediction leaves out, when anything.
     pub caveats: Vec<String>,
     /// The step where the most bytes are alive, and the tensors alive there.
@@ -144,14 +145,16 @@ impl SetAnalysis {
     }
 }
 
-/// What the current generation's prediction leaves out.
-const LEAST_ARENA_CURRENT: &str = "the least arena is predicted for the 2020 TFLM only \
-                                   (today's kernels borrow room while they prepare that the analyzer does not model)";
-
 /// Why a TFLM of the years between is not predicted.
 pub const BETWEEN: &str = "the analyzer models the allocator of the 2020 TFLM and today's (from late 2022: given its \
                            planner, over a SingleArenaBufferAllocator, able to say its own objects' tail); this TFLM's \
                            is neither, and its tail is not modelled";
+
+/// The tail a least arena is derived from, by the allocator's generation.
+enum LeastFrom {
+    Tfmicro2020(tfmicro2020::Prediction),
+    Current(current::Prediction),
+}
 
 impl Analysis {
     /// The analysis of `model` for a TFLM of generation `tflm` built with
@@ -175,8 +178,8 @@ impl Analysis {
         }
         let mut caveats = Vec::new();
         // The planned buffers (with the kernels' scratch buffers), the tail,
-        // and the 2020 tail the least arena is derived from.
-        let (buffers, tail, tail_2020) = match tflm {
+        // and the tail of either generation the least arena is derived from.
+        let (buffers, tail, least_from) = match tflm {
             Generation::Tfmicro2020 => {
                 let tail = tfmicro2020::predict(model)?;
                 let svdf = sg
@@ -189,7 +192,7 @@ impl Analysis {
                         "{svdf} SVDF operator(s) request scratch buffers in the head that the plan leaves out"
                     ));
                 }
-                (buffers(model, &[])?, Some(tail.bytes), Some(tail))
+                (buffers(model, &[])?, Some(tail.bytes), Some(LeastFrom::Tfmicro2020(tail)))
             }
             Generation::Between => {
                 caveats.push(format!("no arena prediction: {BETWEEN}; the head leaves out any scratch buffers"));
@@ -202,8 +205,7 @@ impl Analysis {
                 }
                 None => {
                     let tail = current::predict(model, current::Allocator::Plain, planner, kernels, tflm)?;
-                    caveats.push(LEAST_ARENA_CURRENT.to_owned());
-                    (buffers(model, &tail.scratch)?, Some(tail.bytes), None)
+                    (buffers(model, &tail.scratch)?, Some(tail.bytes), Some(LeastFrom::Current(tail)))
                 }
             },
         };
@@ -241,7 +243,21 @@ impl Analysis {
             Planner::Greedy => model_plan_bytes.unwrap_or(greedy),
             Planner::Offline => model_plan_bytes.unwrap_or(hilmem_bytes),
         };
-        let minimum = tail_2020.map(|tail| tfmicro2020::minimum_arena(&tail, greedy, buffers.len()));
+        let least = least_from.map(|from| match from {
+            LeastFrom::Tfmicro2020(tail) => tfmicro2020::minimum_arena(&tail, greedy, buffers.len()),
+            // The planner is given every buffer with bytes to place.
+            LeastFrom::Current(tail) => {
+                let planned = buffers.iter().filter(|b| b.bytes > 0).count();
+                current::least_arena(&tail, sg.tensors.len(), planned, head, planner)
+            }
+        });
+        let least = match current::least_set_by_eval(model, tflm) {
+            Some(why) => {
+                caveats.push(why.to_owned());
+                None
+            }
+            None => least,
+        };
         let (lower, peak_step) = lower_bound(&buffers);
         let planned = buffers
             .iter()
@@ -272,7 +288,8 @@ impl Analysis {
             offline_plan,
             tail_bytes: tail,
             predicted_arena_bytes: tail.map(|tail| head + tail),
-            minimum_arena_bytes: minimum,
+            minimum_arena_bytes: least.as_ref().map(|l| l.bytes),
+            least_arena_set_by: least.map(|l| l.set_by),
             caveats,
             peak_step,
             live_at_peak: buffers
@@ -455,8 +472,15 @@ mod tests {
     /// NodeAndRegistrations (64): 256; two TfLiteAddParams (2 each): 260;
     /// two OpDataAdd (60 each, 16-aligned): 384; the variable (16): 400;
     /// the input's pointer array (4, 16-aligned): 416 and its TfLiteTensor
-    /// (32): 448; the output's: 464 and 496. The least arena is not
-    /// predicted, and says so.
+    /// (32): 448; the output's: 464 and 496.
+    ///
+    /// The least arena, by hand: each ADD's Prepare takes three float
+    /// temporaries (96) above the 144 bytes of requests, beside the 384
+    /// bytes of tail before the variable: 624. Planning takes the requests,
+    /// a subgraph offset (4) and five AllocationInfo (120): 268, beside the
+    /// same tail: 652; then, 16-aligned (272), the greedy planner's 40 bytes
+    /// for each of its three buffers (120) beside the tail with the
+    /// variable (400): 792, 800 in 16-byte steps, above the 544 that stay.
     #[test]
     fn the_current_tail_of_a_small_graph() {
         let (tensors, operators) = two_adds_with_a_constant_and_a_variable();
@@ -465,8 +489,13 @@ mod tests {
             (a.tflm, a.greedy_bytes, a.tail_bytes, a.predicted_arena_bytes),
             ("current", 48, Some(496), Some(544))
         );
-        assert_eq!(a.minimum_arena_bytes, None);
-        assert_eq!(a.caveats, [LEAST_ARENA_CURRENT]);
+        assert_eq!(a.minimum_arena_bytes, Some(800));
+        let set_by = a.least_arena_set_by.unwrap();
+        assert!(
+            set_by.starts_with("planning: 144 B of scratch-buffer requests, 4 B of subgraph offsets and 120 B"),
+            "{set_by}"
+        );
+        assert!(a.caveats.is_empty(), "{:?}", a.caveats);
     }
 
     /// An operator whose kernel the current prediction does not know: the

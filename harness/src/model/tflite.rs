@@ -260,7 +260,7 @@ impl Tensor {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Operator {
     pub opcode_index: u32,
     pub inputs: Vec<i32>,
@@ -318,7 +318,7 @@ impl Window {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Subgraph {
     pub tensors: Vec<Tensor>,
     pub inputs: Vec<i32>,

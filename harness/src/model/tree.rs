@@ -390,6 +390,25 @@ mod tests {
         );
     }
 
+    /// Where two headers declare the same name (a tool's copy of TFLite's
+    /// schema beside TFLM's headers), the one the interpreter's includes
+    /// reach is the library's.
+    #[test]
+    fn the_header_the_interpreter_reaches_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write_todays_api(root);
+        let copy = "tensorflow/lite/micro/python/tool/schema_copy.h";
+        write(root, copy, "inline bool VerifyModelBuffer(flatbuffers::Verifier &verifier) {}\n");
+        let schema = |api: &Api| api.headers.iter().find(|(d, _)| *d == "HM_SCHEMA_H").unwrap().1.clone();
+        assert_eq!(schema(&Api::of(root).unwrap()), copy, "without an include, TFLM's own folder first");
+        let interpreter = root.join("tensorflow/lite/micro/micro_interpreter.h");
+        let text = fs::read_to_string(&interpreter).unwrap();
+        fs::write(&interpreter, format!("#include \"tensorflow/lite/micro/x.h\"\n{text}")).unwrap();
+        write(root, "tensorflow/lite/micro/x.h", "#include \"tensorflow/lite/schema/schema_generated.h\"\n");
+        assert_eq!(schema(&Api::of(root).unwrap()), "tensorflow/lite/schema/schema_generated.h");
+    }
+
     /// What each kind of declaration is, and what it is not.
     #[test]
     fn a_declaration_is_told_from_a_use() {

@@ -68,7 +68,7 @@ pub fn table(results: &Results) -> String {
             row.extend(columns.iter().map(|name| r.metrics.get(*name).map_or("-".into(), i64::to_string)));
             row.push(check_summary(r));
             if let Some(at) = at {
-                let built = |p: &i64| match r.metrics.get(metric::LEAST_ARENA_BYTES) {
+                let built = |p: &i64| match r.metrics.get(metric::PREDICTED_LEAST_ARENA_BYTES) {
                     Some(least) => format!("{p}, least {least}"),
                     None => p.to_string(),
                 };
@@ -677,12 +677,15 @@ pub fn analysis(a: &Analysis) -> String {
     out.push_str(&format!(
         "\narena tail (persistent):         {}\n\
          arena used, predicted:           {} (head + tail: TFLM's arena_used_bytes() on 32-bit Arm, {} TFLM, {} planner)\n\
-         least arena TFLM accepts:        {} (planning borrows room beyond head + tail)",
+         least arena TFLM accepts:        {}",
         figure(a.tail_bytes),
         figure(a.predicted_arena_bytes),
         a.tflm,
         a.planner,
-        figure(a.minimum_arena_bytes)
+        match (a.minimum_arena_bytes, &a.least_arena_set_by) {
+            (Some(bytes), Some(set_by)) => format!("{bytes} bytes (set by {set_by})"),
+            (bytes, _) => figure(bytes),
+        }
     ));
     for caveat in &a.caveats {
         out.push_str(&format!("\nnote: {caveat}"));
@@ -767,8 +770,8 @@ pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
     rows.sort();
     rows.dedup();
     let mut text = String::from(
-        "| operator | 2020 (bundled) | 2023, reference kernels | current, reference kernels | current, CMSIS-NN |\n\
-         |---|---|---|---|---|\n",
+        "| operator | 2020 (bundled) | 2023, reference kernels | current, reference kernels | current, CMSIS-NN | current, least arena |\n\
+         |---|---|---|---|---|---|\n",
     );
     let paths = [cmsis_nn::Path::Scalar, cmsis_nn::Path::Dsp, cmsis_nn::Path::Mve];
     let not_registered = || "not registered".to_owned();
@@ -787,8 +790,8 @@ pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
             true => reference(Generation::Tflm2023),
             false => not_registered(),
         };
-        let (today, cmsis) = if !registered {
-            (not_registered(), not_registered())
+        let (today, cmsis, least) = if !registered {
+            (not_registered(), not_registered(), not_registered())
         } else {
             let today = reference(Generation::Current);
             let cmsis = if !cmsis_nn::SPECIALIZED.contains(&code) {
@@ -798,9 +801,16 @@ pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
             } else {
                 note("what CMSIS-NN's kernel allocates is not in the table yet")
             };
-            (today, cmsis)
+            let least = if today != "yes" {
+                today.clone()
+            } else if current::prepare_read(code, KernelPath::Reference, Generation::Current) {
+                "yes".to_owned()
+            } else {
+                note("the temporaries its Prepare takes are not in the table yet")
+            };
+            (today, cmsis, least)
         };
-        text += &format!("| {name} | {old} | {of_2023} | {today} | {cmsis} |\n");
+        text += &format!("| {name} | {old} | {of_2023} | {today} | {cmsis} | {least} |\n");
     }
     text.push('\n');
     for (i, why) in notes.iter().enumerate() {

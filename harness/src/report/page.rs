@@ -176,11 +176,17 @@ document.addEventListener('DOMContentLoaded', () => {
 ";
 
 /// Colours of the scenarios' lines, and of the stack-up's segments.
-const SCENARIO_COLOURS: [(&str, &str); 4] =
-    [("single-frame", "#1f77b4"), ("stream", "#2ca02c"), ("log-heavy", "#9467bd"), ("concurrent-ota", "#ff7f0e")];
+const SCENARIO_COLOURS: [(&str, &str); 6] = [
+    ("single-frame", "#1f77b4"),
+    ("stream", "#2ca02c"),
+    ("log-heavy", "#9467bd"),
+    ("concurrent-ota", "#ff7f0e"),
+    ("dma-stream", "#d62728"),
+    ("dma-stream-slow", "#8c564b"),
+];
 
 /// The stack-up's segments: name, colour, and what each takes from a record.
-const SEGMENTS: [(&str, &str); 11] = [
+const SEGMENTS: [(&str, &str); 12] = [
     ("other static RAM", "#7f8c8d"),
     ("input frame", "#1f77b4"),
     ("pre-processing", "#17becf"),
@@ -191,6 +197,7 @@ const SEGMENTS: [(&str, &str); 11] = [
     ("arena used", "#e377c2"),
     ("arena unused", "#f7d6ec"),
     ("stack peak", "#8c564b"),
+    ("interrupts", "#c49c94"),
     ("stack unused", "#e8d8d0"),
 ];
 
@@ -381,7 +388,6 @@ fn plan_chart(a: &Analysis, plan: &str, head: usize, offsets: &[usize], top: f64
     chart.finish(&format!("{plan} arena layout of {}", a.model))
 }
 
-/// The segments of one record, in the order they stack.
 /// The caption's arena sentence: what TFLM will use and accept, as far as
 /// the analysis predicts it for its TFLM.
 fn predicted(a: &Analysis) -> String {
@@ -395,7 +401,12 @@ fn predicted(a: &Analysis) -> String {
     sentence + "."
 }
 
-fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
+/// The segments of one record, in the order they stack: the static RAM
+/// outside the pool, the pool's categories, the arena, the thread's stack
+/// peak, what the interrupts add to it (the stack bound's rest: an
+/// exception frame and the handlers' stack at their deepest nesting), and
+/// the stack left.
+fn segments(r: &Measurement, stack_budget: u64) -> [f64; 12] {
     let m = |name: &str| r.metrics.get(name).copied().unwrap_or(0).max(0) as f64;
     let pool = m(metric::POOL_CAPACITY_BYTES);
     let categories = [
@@ -406,6 +417,7 @@ fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
         m(metric::OTA_STAGING_PEAK_BYTES),
     ];
     let stack = m(metric::STACK_PEAK_BYTES);
+    let bound = m(metric::STACK_BOUND_BYTES).max(stack);
     [
         m(metric::STATIC_RAM_BYTES) - pool,
         categories[0],
@@ -417,7 +429,8 @@ fn segments(r: &Measurement, stack_budget: u64) -> [f64; 11] {
         m(metric::ARENA_USED_BYTES),
         m(metric::ARENA_CAPACITY_BYTES) - m(metric::ARENA_USED_BYTES),
         stack,
-        (stack_budget as f64 - stack).max(0.0),
+        bound - stack,
+        (stack_budget as f64 - bound).max(0.0),
     ]
 }
 
@@ -640,5 +653,30 @@ mod tests {
         assert_eq!(used.values["single-frame"], [Some(1472), Some(1400)]);
         assert_eq!(used.values["stream"], [None, Some(1400)]);
         assert_eq!(trends[1].values["single-frame"], [Some(2016), None]);
+    }
+
+    /// The stack stacks as the thread's peak, what the interrupts add to
+    /// reach the bound, and the rest of the budget; without a bound (a host
+    /// process) the interrupts add nothing.
+    #[test]
+    fn the_interrupts_band_is_the_bound_beyond_the_threads_peak() {
+        let record = |metrics: &[(&str, i64)]| Measurement {
+            board: "b".into(),
+            model: "m".into(),
+            scenario: "dma-stream".into(),
+            metrics: metrics.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
+            notes: Default::default(),
+            checks: Vec::new(),
+            arena_prediction: None,
+            tflm_breakdown: None,
+            resident_breakdowns: Default::default(),
+            spread: Default::default(),
+            footprint: None,
+        };
+        let stack = |r: &Measurement| segments(r, 8192)[9..].to_vec();
+        let cortex_m = record(&[(metric::STACK_PEAK_BYTES, 2400), (metric::STACK_BOUND_BYTES, 3100)]);
+        assert_eq!(stack(&cortex_m), [2400.0, 700.0, 5092.0]);
+        assert_eq!(stack(&record(&[(metric::STACK_PEAK_BYTES, 2400)])), [2400.0, 0.0, 5792.0]);
+        assert_eq!(SEGMENTS[10].0, "interrupts");
     }
 }

@@ -15,6 +15,9 @@ use crate::target::elf::{self, Image, ImageSizes};
 use crate::target::firmware::{map_path, Firmware};
 use crate::target::footprint;
 
+/// The build record's note of how "auto" sized the arena.
+pub const ARENA_SOURCE: &str = "arena";
+
 /// The record of an image that needs no running target: its figures from
 /// the model file and the ELF, the analyzer's arena prediction and least
 /// arena, its footprint by component, and checks that it lies inside its
@@ -52,22 +55,30 @@ pub fn record(
         let cannot =
             |e: ReadError| RunError::Image { context, error: format!("the analyzer cannot read the model: {e}") };
         let prediction = predict(model, firmware).map_err(cannot)?;
-        match prediction.arena {
-            Ok(predicted) => {
-                metrics.insert(metric::PREDICTED_ARENA_BYTES.into(), predicted as i64);
-                checks.push(Check {
-                    name: "arena holds the predicted use".into(),
-                    passed: predicted as i64 <= capacity,
-                    detail: format!("{predicted} bytes predicted, {capacity} in the arena"),
-                });
-            }
-            Err(caveats) => {
-                notes.insert(NOT_PREDICTED.into(), caveats);
-            }
+        match &prediction.arena {
+            Ok(predicted) => _ = metrics.insert(metric::PREDICTED_ARENA_BYTES.into(), *predicted as i64),
+            Err(caveats) => _ = notes.insert(NOT_PREDICTED.into(), caveats.clone()),
         }
         if let Some(least) = prediction.least {
-            metrics.insert(metric::LEAST_ARENA_BYTES.into(), least as i64);
+            metrics.insert(metric::PREDICTED_LEAST_ARENA_BYTES.into(), least as i64);
         }
+        // What the arena must hold: the least arena where predicted, else
+        // at least what TFLM will use.
+        let holds = match (prediction.least, prediction.arena) {
+            (Some(least), _) => Some(("the least arena AllocateTensors accepts", least, "least")),
+            (None, Ok(predicted)) => Some(("the predicted use", predicted, "predicted")),
+            (None, Err(_)) => None,
+        };
+        if let Some((what, bytes, said)) = holds {
+            checks.push(Check {
+                name: format!("arena holds {what}"),
+                passed: bytes as i64 <= capacity,
+                detail: format!("{bytes} bytes {said}, {capacity} in the arena"),
+            });
+        }
+    }
+    if let Some(source) = &model.arena_source {
+        notes.insert(ARENA_SOURCE.into(), source.clone());
     }
     let footprint = footprint::of(&image, &map_path(&firmware.elf), &board.layout, &sizes)?;
     let record = Measurement {

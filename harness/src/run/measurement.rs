@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::analysis::Sharing;
+use crate::spec::board::{Board, Runner};
 use crate::spec::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
 use crate::target::footprint::Footprint;
 use crate::target::session::{Output, Session};
@@ -25,8 +27,11 @@ pub mod metric {
     /// The analyzer's prediction of [`ARENA_USED_BYTES`], in the build
     /// record.
     pub const PREDICTED_ARENA_BYTES: &str = "predicted_arena_bytes";
-    /// The least arena the analyzer finds `AllocateTensors` accepts (2020
-    /// TFLM), in the build record.
+    /// The least arena the analyzer finds `AllocateTensors` accepts, in the
+    /// build record.
+    pub const PREDICTED_LEAST_ARENA_BYTES: &str = "predicted_least_arena_bytes";
+    /// The least arena `AllocateTensors` accepts, found by the firmware in
+    /// the single frame's boot (a binary search at the arena's alignment).
     pub const LEAST_ARENA_BYTES: &str = "least_arena_bytes";
     /// TFLM's `arena_used_bytes()` after `AllocateTensors`.
     pub const ARENA_USED_BYTES: &str = "arena_used_bytes";
@@ -60,6 +65,26 @@ pub mod metric {
     /// The log ring's peak, and what it dropped when full.
     pub const LOG_RING_PEAK_BYTES: &str = "log_ring_peak_bytes";
     pub const LOG_DROPPED_BYTES: &str = "log_dropped_bytes";
+    /// The capture scenario's frames: those the camera wrote into a buffer,
+    /// those that found none, and those inferred.
+    pub const FRAMES_CAPTURED: &str = "frames_captured";
+    pub const FRAMES_DROPPED: &str = "frames_dropped";
+    pub const FRAMES_INFERRED: &str = "frames_inferred";
+    /// Its capture buffers, and the most of them in use at once.
+    pub const CAPTURE_BUFFERS: &str = "capture_buffers";
+    pub const CAPTURE_BUFFERS_PEAK: &str = "capture_buffers_peak";
+    /// The deepest the interrupt handlers nested.
+    pub const INTERRUPT_NESTING_PEAK: &str = "interrupt_nesting_peak";
+    /// On a Cortex-M board: the handlers' stack (the main stack, with the
+    /// frames nested exceptions stacked), and what the stack must hold: the
+    /// thread's peak, one exception frame landing at it (with the FP
+    /// context) and the handlers' peak.
+    pub const INTERRUPT_STACK_PEAK_BYTES: &str = "interrupt_stack_peak_bytes";
+    pub const STACK_BOUND_BYTES: &str = "stack_bound_bytes";
+    /// In a set whose model infers from an interrupt: its inferences, and
+    /// those that began while another model's ran.
+    pub const INTERRUPT_INFERENCES: &str = "interrupt_inferences";
+    pub const PREEMPTIONS: &str = "preemptions";
 
     /// The figures the host reads from the model file and the ELF: a
     /// firmware that reports one is refused, so the linker's facts never
@@ -68,7 +93,7 @@ pub mod metric {
         [MODEL_BYTES, FLASH_BYTES, STATIC_RAM_BYTES, ARENA_CAPACITY_BYTES, POOL_CAPACITY_BYTES];
 
     /// Every figure a firmware may report; any other name is refused.
-    pub const REPORTABLE: [&str; 16] = [
+    pub const REPORTABLE: [&str; 27] = [
         ARENA_USED_BYTES,
         ARENA_TOUCHED_BYTES,
         HEAP_PEAK_BYTES,
@@ -85,7 +110,22 @@ pub mod metric {
         LIFECYCLE_TRANSITIONS,
         LOG_RING_PEAK_BYTES,
         LOG_DROPPED_BYTES,
+        FRAMES_CAPTURED,
+        FRAMES_DROPPED,
+        FRAMES_INFERRED,
+        CAPTURE_BUFFERS,
+        CAPTURE_BUFFERS_PEAK,
+        INTERRUPT_NESTING_PEAK,
+        INTERRUPT_STACK_PEAK_BYTES,
+        STACK_BOUND_BYTES,
+        INTERRUPT_INFERENCES,
+        PREEMPTIONS,
+        LEAST_ARENA_BYTES,
     ];
+
+    /// The figures every run on a Cortex-M board must report besides
+    /// [`FROM_FIRMWARE`].
+    pub const FROM_CORTEX_M: [&str; 2] = [INTERRUPT_STACK_PEAK_BYTES, STACK_BOUND_BYTES];
 
     /// The figures every firmware run must report.
     pub const FROM_FIRMWARE: [&str; 9] = [
@@ -108,6 +148,17 @@ pub mod metric {
             super::STREAM | super::LOG_HEAVY => &[FRAMES, HEAP_GROWTH_BYTES],
             super::CONCURRENT_OTA => &[FRAMES, OTA_ACCEPTED, OTA_STAGING_PEAK_BYTES],
             super::MULTI_MODEL => &[FRAMES],
+            super::DMA_STREAM | super::DMA_STREAM_SLOW => &[
+                FRAMES,
+                FRAMES_CAPTURED,
+                FRAMES_DROPPED,
+                FRAMES_INFERRED,
+                CAPTURE_BUFFERS,
+                CAPTURE_BUFFERS_PEAK,
+                INTERRUPT_NESTING_PEAK,
+                LOG_RING_PEAK_BYTES,
+                LOG_DROPPED_BYTES,
+            ],
             _ => &[],
         }
     }
@@ -135,14 +186,58 @@ pub const LOG_HEAVY: &str = "log-heavy";
 pub const CONCURRENT_OTA: &str = "concurrent-ota";
 /// A set's models resident at once, run in turn frame by frame.
 pub const MULTI_MODEL: &str = "multi-model";
+/// Frames written by a camera's DMA from interrupts while the model infers,
+/// at the board's clock.
+pub const DMA_STREAM: &str = "dma-stream";
+/// The same at a clock [`SLOW_CLOCK`] times slower (low voltage, high
+/// temperature): the camera's frame rate stays, so more frames arrive during
+/// one inference.
+pub const DMA_STREAM_SLOW: &str = "dma-stream-slow";
 /// Every scenario, in the order they run.
-pub const SCENARIOS: [&str; 5] = [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA, MULTI_MODEL];
+pub const SCENARIOS: [&str; 7] =
+    [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, MULTI_MODEL];
 
-/// Whether `scenario` (or self-test) runs for `model`: a set runs the
-/// multi-model scenario only, and a model every other one and the
-/// self-tests.
-pub fn runs_for(model: &ModelSpec, scenario: &str) -> bool {
-    if SELF_TESTS.contains(&scenario) {
+/// The capture scenario's clock on a QEMU board whose profile sets no
+/// `icount_shift`: `-icount shift=1`, an instruction every 2 ns of the
+/// board's time (500 million a second).
+pub const CAPTURE_ICOUNT_SHIFT: u8 = 1;
+/// How much slower the slow clock is: three more steps of the shift.
+pub const SLOW_CLOCK: u32 = 8;
+
+/// The `-icount shift` a QEMU board runs `scenario` at: the capture
+/// scenarios' clocks (the profile's shift, or [`CAPTURE_ICOUNT_SHIFT`], and
+/// [`SLOW_CLOCK`] times slower), else the profile's, if any.
+pub fn icount_shift(board: &Board, scenario: &str) -> Option<u8> {
+    let Runner::Qemu { icount_shift, .. } = &board.runner else { return None };
+    let normal = icount_shift.unwrap_or(CAPTURE_ICOUNT_SHIFT);
+    match scenario {
+        DMA_STREAM => Some(normal),
+        DMA_STREAM_SLOW => Some(normal + SLOW_CLOCK.trailing_zeros() as u8),
+        _ => *icount_shift,
+    }
+}
+
+/// The clock a record names: a QEMU board's instructions a second of its
+/// own time, or the host's wall clock.
+pub fn clock_note(board: &Board, scenario: &str) -> String {
+    match icount_shift(board, scenario) {
+        Some(shift) => format!("-icount shift={shift}: {} M instructions a second", 1000 >> shift),
+        None => "the host's wall clock, not scaled".to_owned(),
+    }
+}
+
+/// Whether `scenario` (or self-test) runs for `model` on `board`: a set runs
+/// the multi-model scenario only, and a model every other one and the
+/// self-tests; the capture scenario needs a board with a timer for its
+/// camera (a QEMU machine, or the host's threads), and its slow clock a
+/// QEMU board, whose clock can be scaled.
+pub fn runs_for(model: &ModelSpec, scenario: &str, board: &Board) -> bool {
+    let capture = matches!(scenario, DMA_STREAM | "selftest-capture-filling" | "selftest-zero-copy");
+    if (capture && !board.is_emulated()) || (scenario == DMA_STREAM_SLOW && !board.is_qemu()) {
+        false
+    } else if scenario == SHARED_PREEMPTION {
+        model.set.as_ref().is_some_and(|set| set.sharing == Sharing::Shared) && board.is_emulated()
+    } else if SELF_TESTS.contains(&scenario) {
         model.set.is_none()
     } else {
         (scenario == MULTI_MODEL) == model.set.is_some()
@@ -154,14 +249,20 @@ pub fn runs_for(model: &ModelSpec, scenario: &str) -> bool {
 /// figure only the linker knows, an allocation from a heap), so none may
 /// become a measurement. `hil --scenario` runs them to see that a board's
 /// runner and transport report each one.
-pub const SELF_TESTS: [&str; 6] = [
+pub const SELF_TESTS: [&str; 9] = [
     "selftest-panic",
     "selftest-hardfault",
     "selftest-hang",
     "selftest-garbage",
     "selftest-linker-figure",
     "selftest-operator-new",
+    "selftest-capture-filling",
+    "selftest-zero-copy",
+    SHARED_PREEMPTION,
 ];
+/// The self-test of a set in a shared arena: its last model infers from an
+/// interrupt over the others, which the arena's owner check must refuse.
+pub const SHARED_PREEMPTION: &str = "selftest-shared-preemption";
 /// Frames of the streaming scenarios unless told otherwise: enough to see the
 /// watermarks settle after the firmware's four warm-up frames.
 pub const DEFAULT_FRAMES: u32 = 16;
@@ -401,6 +502,7 @@ mod tests {
                 min_free_heap_bytes: 0,
                 expect: ota_expect,
             },
+            capture: crate::spec::models::CaptureSpec::default(),
             set: None,
         }
     }
@@ -509,7 +611,7 @@ mod tests {
         assert!(!gate.passed && gate.detail.starts_with("accepted"));
 
         // Rejected as expected: the reason is the detail.
-        let refused = [("ota_gate", "rejected: needs 7024 bytes of tensor arena, the firmware has 3072")];
+        let refused = [("ota_gate", "rejected: its least arena is 7024 bytes, the firmware's arena 3072")];
         let c = checks(
             &model(OtaOutcome::Rejected),
             CONCURRENT_OTA,

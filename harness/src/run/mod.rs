@@ -18,11 +18,12 @@ use hilmem_protocol::WARM_UP_FRAMES;
 
 use crate::model::analysis::Sharing;
 use crate::run::measurement::{
-    runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
+    metric, runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
 };
 use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::spec::board::{self, Board, BoardError, Runner};
+use crate::spec::fit;
 use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
 use crate::spec::runtime::{Kernels, Runtime, RuntimeError};
 use crate::target::elf::{self, ImageSizes};
@@ -215,7 +216,8 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     if options.frames <= WARM_UP_FRAMES {
         return Err(ConfigError::TooFewFrames(options.frames));
     }
-    if !options.build_only && !models.iter().any(|m| options.scenarios.iter().any(|s| runs_for(m, s))) {
+    let runs_anything = |m: &ModelSpec| options.scenarios.iter().any(|s| boards.iter().any(|b| runs_for(m, s, b)));
+    if !options.build_only && !models.iter().any(runs_anything) {
         return Err(ConfigError::NothingToRun(file.clone(), options.scenarios.clone()));
     }
 
@@ -286,6 +288,12 @@ struct Setup<'a> {
 /// Whether a record of `scenario` for `spec` carries TFLM's breakdown of
 /// the arena (on a current TFLM): a model's single frame, and the
 /// multi-model scenario of a set in separate arenas (each model's).
+/// The arena the recording image has beyond the model's, for the recording
+/// allocator's own larger objects in its tail: TFLM's breakdown is of
+/// what the model allocates, whatever the arena, and a model sized to its
+/// least arena leaves no room for them.
+const RECORDING_ROOM: u32 = 1024;
+
 fn broken_down(spec: &ModelSpec, scenario: &str) -> bool {
     match &spec.set {
         None => scenario == SINGLE_FRAME,
@@ -303,7 +311,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     // only runs none.
     let selected: Vec<&String> = match options.build_only {
         true => Vec::new(),
-        false => options.scenarios.iter().filter(|s| runs_for(spec, s)).collect(),
+        false => options.scenarios.iter().filter(|s| runs_for(spec, s, board)).collect(),
     };
     if selected.is_empty() && !options.build_only {
         return (None, Vec::new());
@@ -315,10 +323,16 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     // board, and every later step reads the number.
     let mut recording = None;
     let built = file.as_ref().map_err(ToString::to_string).and_then(|model| {
-        let sized = model.sized_for(board, runtime.generation()).map_err(|e| RunError::from(BuildError::from(e)));
+        let sized = match model.sized_for(board, runtime.generation()) {
+            Err(ModelsError::Auto { source, .. }) if model.spec.set.is_none() && !options.build_only => {
+                first_boot(setup, board, model, &source.to_string())
+            }
+            sized => sized.map_err(|e| RunError::from(BuildError::from(e))),
+        };
         let built = sized.and_then(|model| {
+            let recorded = model.with_room(RECORDING_ROOM);
             let image = std::thread::scope(|s| {
-                let other = breakdown.then(|| s.spawn(|| image(setup, board, &model, Variant::Recording)));
+                let other = breakdown.then(|| s.spawn(|| image(setup, board, &recorded, Variant::Recording)));
                 let image = image(setup, board, &model, options.variant);
                 recording = other.map(|h| h.join().expect("the recording image's build panicked"));
                 image
@@ -425,6 +439,41 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     (Some(info), runs)
 }
 
+/// "auto" where the least arena is not predicted (`why`): a first boot of
+/// the single frame, in an arena of the board's whole budget for it, finds
+/// it; the model is sized at that plus the board's margin.
+fn first_boot(setup: &Setup, board: &Board, model: &Model, why: &str) -> Result<Model, RunError> {
+    let Setup { options, progress, .. } = *setup;
+    let budget = board.budget.tensor_arena_bytes;
+    let name = &model.spec.name;
+    let failed = |failed: String| RunError::FirstBoot {
+        board: board.name.clone(),
+        model: name.clone(),
+        why: why.to_owned(),
+        budget,
+        failed,
+    };
+    let probe = model.with_arena(budget, None);
+    let (firmware, sizes) = image(setup, board, &probe, Variant::Standard).map_err(|e| failed(e.to_string()))?;
+    let scenario = "single-frame, a first boot for the least arena";
+    progress(Event::Running { board: &board.name, model: name, scenario });
+    let still_running = |elapsed| progress(Event::StillRunning { board: &board.name, model: name, scenario, elapsed });
+    let timeout = options.timeout.unwrap_or(board.timeout);
+    let least = execute(board, &probe.spec, &firmware, SINGLE_FRAME, 1, timeout, &options.run, &still_running)
+        .and_then(|run| record(board, &probe, &firmware, sizes, SINGLE_FRAME, &run))
+        .map_err(|e| failed(e.to_string()))?
+        .metrics
+        .get(metric::LEAST_ARENA_BYTES)
+        .copied()
+        .ok_or_else(|| failed(format!("the firmware reported no `{}`", metric::LEAST_ARENA_BYTES)))?;
+    let margin = board.budget.safety_margin_percent;
+    let source = format!(
+        "auto: the least arena, {least} bytes, measured in a first boot ({why}), plus the {margin}% margin of board `{}`",
+        board.name
+    );
+    Ok(model.with_arena(fit::with_margin(least as usize, margin) as u32, Some(source)))
+}
+
 fn image(setup: &Setup, board: &Board, model: &Model, variant: Variant) -> Result<(Firmware, ImageSizes), RunError> {
     let Setup { ws, runtime, options, progress, .. } = *setup;
     let firmware = if options.build {
@@ -509,7 +558,8 @@ pub fn execute(
     if found != expected {
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
-    let mut target = runner::start(board, &firmware.elf, options).map_err(|e| RunError::Runner(e, context.clone()))?;
+    let mut target = runner::start(board, &firmware.elf, options, measurement::icount_shift(board, scenario))
+        .map_err(|e| RunError::Runner(e, context.clone()))?;
     runner::drive(target.as_mut(), scenario, frames, timeout, options, still_running)
         .map_err(|e| RunError::Runner(e, context))
 }

@@ -10,8 +10,8 @@ use hilmem_protocol::exit;
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, MULTI_MODEL, NOT_REPORTED, RECORDED,
-    SINGLE_FRAME,
+    checks, clock_note, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, DMA_STREAM, DMA_STREAM_SLOW,
+    MULTI_MODEL, NOT_REPORTED, RECORDED, SINGLE_FRAME,
 };
 use crate::spec::board::Board;
 use crate::spec::fit::predicts_for;
@@ -24,6 +24,13 @@ use crate::target::runner::{Ending, Run, RunnerError};
 /// The note a single-frame record on a 32-bit board carries instead of a
 /// prediction: why there is none.
 pub const NOT_PREDICTED: &str = "arena_not_predicted";
+
+/// The note of a capture record that names the clock it ran at.
+pub const CLOCK: &str = "clock";
+
+/// The least an exception stacks on a Cortex-M (8 words), which a stack
+/// bound adds to the thread's peak at the least.
+const MIN_EXCEPTION_FRAME: i64 = 32;
 
 /// Lines of firmware output shown when a run goes wrong.
 const TAIL_LINES: usize = 12;
@@ -64,6 +71,13 @@ pub enum RunError {
     /// The last of several tries, each failed on the way from the target.
     #[error("{last} (after {tries} tries)")]
     Retried { tries: usize, last: Box<RunError> },
+    /// "auto" with no predicted least arena: the boot that measures it
+    /// failed, or said nothing of it.
+    #[error(
+        "board `{board}`, model `{model}`: `arena_bytes = \"auto\"`: the least arena is not predicted ({why}); the \
+         first boot that measures it, in the board's {budget}-byte budget for the arena, failed: {failed}"
+    )]
+    FirstBoot { board: String, model: String, why: String, budget: u32, failed: String },
 }
 
 impl RunError {
@@ -92,6 +106,7 @@ fn stage_meaning(stage: &str) -> &'static str {
         "invoke" => "inference failed",
         "output" => "the output could not be read",
         "command" => "the firmware refused the harness's command",
+        "least" => "the search for the least arena failed",
         _ => "the firmware stopped",
     }
 }
@@ -181,14 +196,20 @@ pub fn record(
             run.ending
         )));
     }
-    let residents: Vec<String> = match &spec.set {
-        Some(set) => set.models.iter().map(|m| metric::of_resident(&m.name, metric::ARENA_USED_BYTES)).collect(),
-        None => Vec::new(),
+    // Each model of a set reports its part of the arena, and in an arena of
+    // its own, may report its least arena.
+    let of_residents = |figure: &str| -> Vec<String> {
+        let models = spec.set.iter().flat_map(|set| &set.models);
+        models.map(|m| metric::of_resident(&m.name, figure)).collect()
     };
+    let (residents, resident_least) = (of_residents(metric::ARENA_USED_BYTES), of_residents(metric::LEAST_ARENA_BYTES));
     for (name, line) in &session.metric_frames {
         let why = if metric::FROM_IMAGE.contains(&name.as_str()) {
             "hilmem reads that figure from the model file and the ELF, never from the firmware"
-        } else if !metric::REPORTABLE.contains(&name.as_str()) && !residents.contains(name) {
+        } else if !metric::REPORTABLE.contains(&name.as_str())
+            && !residents.contains(name)
+            && !resident_least.contains(name)
+        {
             "no firmware figure has that name"
         } else {
             continue;
@@ -197,10 +218,17 @@ pub fn record(
     }
 
     let mut metrics = image_figures(firmware, sizes);
-    let required = metric::FROM_FIRMWARE
-        .iter()
-        .chain(metric::required_by(scenario))
-        .chain(sizes.flash_bytes.is_none().then_some(&metric::RSS_PEAK_BYTES));
+    // A host process has its peak resident set; a Cortex-M board its
+    // handlers' stack and the stack's bound.
+    let platform: &[&str] = match sizes.flash_bytes {
+        None => &[metric::RSS_PEAK_BYTES],
+        Some(_) => &metric::FROM_CORTEX_M,
+    };
+    let interrupt: &[&str] = match spec.set.as_ref().and_then(|set| set.interrupt) {
+        Some(_) if scenario == MULTI_MODEL => &[metric::INTERRUPT_INFERENCES, metric::PREEMPTIONS],
+        _ => &[],
+    };
+    let required = metric::FROM_FIRMWARE.iter().chain(metric::required_by(scenario)).chain(platform).chain(interrupt);
     for name in required.copied().chain(residents.iter().map(String::as_str)) {
         if !session.metrics.contains_key(name) {
             return Err(missing(format!("the firmware did not report `{name}`")));
@@ -209,6 +237,15 @@ pub fn record(
     // Everything the firmware reported (each a reportable figure, checked
     // above) is part of the record.
     metrics.extend(session.metrics.iter().map(|(name, value)| (name.clone(), *value)));
+    if let Some(&bound) = metrics.get(metric::STACK_BOUND_BYTES) {
+        let parts = metrics[metric::STACK_PEAK_BYTES] + metrics[metric::INTERRUPT_STACK_PEAK_BYTES];
+        if bound < parts + MIN_EXCEPTION_FRAME {
+            return Err(target(format!(
+                "the firmware's stack bound ({bound} bytes) is less than the thread's and the handlers' peaks \
+                 ({parts} bytes) and an exception frame"
+            )));
+        }
+    }
     // TFLM's split of the arena, from the lines it printed (see
     // [`owners`]). Those lines carry no checksum: each must add up to the
     // figure that came in a checked frame, or one of them was damaged on
@@ -233,6 +270,9 @@ pub fn record(
     // The analyzer predicts for 32-bit Arm, for the firmware's TFLM; where
     // it cannot, the record says why.
     let mut notes = session.notes.clone();
+    if matches!(scenario, DMA_STREAM | DMA_STREAM_SLOW) {
+        notes.insert(CLOCK.into(), clock_note(board, scenario));
+    }
     let mut arena_prediction = None;
     if (scenario == SINGLE_FRAME || scenario == MULTI_MODEL) && predicts_for(board) {
         let cannot = |e: ReadError| target(format!("the analyzer cannot predict the arena of the model it ran: {e}"));
@@ -470,10 +510,17 @@ mod tests {
         Frame::Hello { board, model, arena_capacity: arena, stack_size: 16384 }
     }
 
+    /// What a Cortex-M board's firmware reports of its stacks: the
+    /// handlers' peak, and the bound of the thread's (1472) and theirs with
+    /// one exception frame of 108 bytes.
+    const STACKS: [(&str, i64); 2] =
+        [(metric::INTERRUPT_STACK_PEAK_BYTES, 200), (metric::STACK_BOUND_BYTES, 1472 + 200 + 108)];
+
     /// What a clean single-frame run of hello_world says, in order.
     fn clean() -> Vec<Frame<'static>> {
         let mut frames = vec![hello("qemu-m7", "hello_world", 3072)];
         frames.extend(metric::FROM_FIRMWARE.iter().map(|&name| Frame::Metric { name, value: 1472 }));
+        frames.extend(STACKS.iter().map(|&(name, value)| Frame::Metric { name, value }));
         frames.push(Frame::Output { input: "x-0", class: 0, value: 0.0 });
         frames.push(Frame::Output { input: "x-half-pi", class: 0, value: 1.0 });
         frames.push(Frame::Done { ok: true });
@@ -508,9 +555,66 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         expected.extend(metric::FROM_FIRMWARE.iter().map(|&name| (name.to_owned(), 1472)));
+        expected.extend(STACKS.iter().map(|&(name, value)| (name.to_owned(), value)));
         assert_eq!(r.metrics, expected);
         assert_eq!(r.arena_prediction, Some(ArenaPrediction { predicted_bytes: 1472, measured_bytes: 1472 }));
         assert!(r.passed(), "{:?}", r.checks);
+    }
+
+    /// A capture record names the clock it ran at; no other does.
+    #[test]
+    fn a_capture_record_names_its_clock() {
+        let (board, model, firmware, sizes) = setup();
+        let mut frames = clean();
+        let at = frames.len() - 3;
+        let extra = metric::required_by(DMA_STREAM).iter().map(|&name| Frame::Metric { name, value: 2 });
+        frames.splice(at..at, extra);
+        for (scenario, shift) in [(DMA_STREAM, 1), (DMA_STREAM_SLOW, 4)] {
+            let r =
+                record(&board, &model, &firmware, sizes, scenario, &run(&frames, Ending::Exited(exit::OK))).unwrap();
+            let note = format!("-icount shift={shift}: {} M instructions a second", 1000 >> shift);
+            assert_eq!(r.notes.get(CLOCK), Some(&note), "{scenario}");
+        }
+        let r =
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), Ending::Exited(exit::OK))).unwrap();
+        assert_eq!(r.notes.get(CLOCK), None);
+    }
+
+    /// A Cortex-M board's record has its handlers' stack and the stack's
+    /// bound, and a bound less than the thread's and the handlers' peaks and
+    /// the least exception frame is a firmware not telling the truth.
+    #[test]
+    fn a_cortex_m_record_has_its_stacks_and_a_bound_that_holds_them() {
+        for name in metric::FROM_CORTEX_M {
+            let without: Vec<Frame> =
+                clean().into_iter().filter(|f| !matches!(f, Frame::Metric { name: n, .. } if *n == name)).collect();
+            let err = refused(&without, Ending::Exited(exit::OK));
+            assert!(err.contains(&format!("the firmware did not report `{name}`")), "{err}");
+        }
+        let with_bound = |bound: i64| -> Vec<Frame> {
+            clean()
+                .into_iter()
+                .map(|f| match f {
+                    Frame::Metric { name, .. } if name == metric::STACK_BOUND_BYTES => {
+                        Frame::Metric { name, value: bound }
+                    }
+                    f => f,
+                })
+                .collect()
+        };
+        let (board, model, firmware, sizes) = setup();
+        let least = 1472 + 200 + 32;
+        let r =
+            record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&with_bound(least), Ending::Exited(exit::OK)));
+        assert_eq!(r.unwrap().metrics[metric::STACK_BOUND_BYTES], least);
+        let err = refused(&with_bound(least - 1), Ending::Exited(exit::OK));
+        assert!(
+            err.contains(
+                "the firmware's stack bound (1703 bytes) is less than the thread's and the handlers' peaks \
+                          (1672 bytes) and an exception frame"
+            ),
+            "{err}"
+        );
     }
 
     /// TFLM's printed head and tail come as log lines, without a checksum:
@@ -722,6 +826,7 @@ mod tests {
             ("invoke", "inference failed"),
             ("output", "the output could not be read"),
             ("command", "the firmware refused the harness's command"),
+            ("least arena", "the search for the least arena failed"),
             ("selftest", "the firmware stopped"),
         ];
         for (stage, meaning) in stages {
@@ -797,7 +902,7 @@ mod tests {
         let (_, model, _, _) = setup();
         let member = |name: &str| ModelSpec { name: name.into(), ..model.spec.clone() };
         let mut set = ModelSpec { name: "pair".into(), ..model.spec.clone() };
-        set.set = Some(SetSpec { models: vec![member("a"), member("b")], sharing: Sharing::Separate });
+        set.set = Some(SetSpec { models: vec![member("a"), member("b")], sharing: Sharing::Separate, interrupt: None });
         let owned = owners(&set, vec![1, 2, 3]).unwrap();
         assert_eq!(owned, [(Some("a"), 1), (Some("b"), 2)]);
         assert_eq!(owners(&model.spec, vec![1, 2]).unwrap(), [(None, 2)]);
@@ -809,6 +914,65 @@ mod tests {
         printed.extend(print(16, Some("Recorded op_data")));
         let third = prints(&printed)[2];
         assert_eq!(breakdown_in(third).unwrap_err(), "`Recorded op_data: U used, R requested, C allocations`");
+    }
+
+    /// A set whose model infers from an interrupt reports how often it did
+    /// and how often it preempted another: a record without them is refused.
+    #[test]
+    fn a_set_with_an_interrupt_model_reports_its_inferences() {
+        let (board, mut model, firmware, sizes) = setup();
+        let member = |name: &str| ModelSpec { name: name.into(), ..model.spec.clone() };
+        let (a, b) = (member("a"), member("b"));
+        model.spec = ModelSpec { name: "pair".into(), ..model.spec.clone() };
+        model.spec.set = Some(SetSpec { models: vec![a, b], sharing: Sharing::Separate, interrupt: Some((1, 20)) });
+        let frames = |interrupt: bool| -> Vec<Frame<'static>> {
+            let mut frames = vec![hello("qemu-m7", "pair", 3072)];
+            frames.extend(metric::FROM_FIRMWARE.iter().map(|&name| Frame::Metric { name, value: 1472 }));
+            frames.extend(STACKS.iter().map(|&(name, value)| Frame::Metric { name, value }));
+            frames.push(Frame::Metric { name: metric::FRAMES, value: 16 });
+            frames.push(Frame::Metric { name: "a_arena_used_bytes", value: 736 });
+            frames.push(Frame::Metric { name: "b_arena_used_bytes", value: 736 });
+            if interrupt {
+                frames.push(Frame::Metric { name: metric::INTERRUPT_INFERENCES, value: 40 });
+                frames.push(Frame::Metric { name: metric::PREEMPTIONS, value: 12 });
+            }
+            frames.push(Frame::Output { input: "a", class: 0, value: 0.0 });
+            frames.push(Frame::Output { input: "b", class: 0, value: 0.0 });
+            frames.push(Frame::Done { ok: true });
+            frames
+        };
+        let recorded = |model: &Model, frames: &[Frame]| {
+            let lines = lines(frames);
+            let mut session = crate::target::session::Session::default();
+            for (i, line) in lines.iter().enumerate() {
+                session.feed(line);
+                if i == 0 {
+                    for print in ["Head usage: 32 bytes", "Tail usage: 704 bytes"].repeat(2) {
+                        session.feed(print);
+                    }
+                }
+            }
+            let run = Run { session, ending: Ending::Exited(exit::OK), diagnostics: String::new(), process: None };
+            record(&board, model, &firmware, sizes, MULTI_MODEL, &run)
+        };
+        let r = recorded(&model, &frames(true)).unwrap();
+        assert_eq!((r.metrics[metric::INTERRUPT_INFERENCES], r.metrics[metric::PREEMPTIONS]), (40, 12));
+        // Each model's least arena, where the firmware found it, is its own
+        // figure of the record; another model's name is no figure.
+        let with = |name: &'static str| {
+            let mut frames = frames(true);
+            frames.insert(frames.len() - 1, Frame::Metric { name, value: 1088 });
+            frames
+        };
+        let r = recorded(&model, &with("b_least_arena_bytes")).unwrap();
+        assert_eq!(r.metrics["b_least_arena_bytes"], 1088);
+        let err = recorded(&model, &with("c_least_arena_bytes")).unwrap_err().to_string();
+        assert!(err.contains("`c_least_arena_bytes` (") && err.contains("no firmware figure has that name"), "{err}");
+        let err = recorded(&model, &frames(false)).unwrap_err().to_string();
+        assert!(err.contains("the firmware did not report `interrupt_inferences`"), "{err}");
+        // A set without an interrupt model needs neither.
+        model.spec.set.as_mut().unwrap().interrupt = None;
+        assert!(recorded(&model, &frames(false)).is_ok());
     }
 
     /// A missing or garbled line names what was expected.

@@ -10,12 +10,17 @@ use crate::spec::board::{Board, Layout};
 #[derive(Debug, thiserror::Error)]
 pub enum NotPredicted {
     #[error(
-        "board `{board}` runs {target}: the arena prediction is for 32-bit Arm (thumb) targets; give `arena_bytes` for it"
+        "board `{board}` runs {target}: the arena prediction is for 32-bit Arm (thumb) targets; {measure}",
+        measure = MEASURE
     )]
     Target { board: String, target: String },
-    #[error("no least arena for `{model}` on the {tflm} TFLM: {why}; give `arena_bytes` for it")]
+    #[error("no least arena for `{model}` on the {tflm} TFLM: {why}; {measure}", measure = MEASURE)]
     Model { model: String, tflm: &'static str, why: String },
 }
+
+/// What to do where the least arena is not predicted.
+const MEASURE: &str = "a run that boots the board measures it in a first boot (not `--build-only`, and not for a \
+                       model of a set), or give `arena_bytes`";
 
 /// How a model's arena fits a board.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -46,6 +51,12 @@ pub fn predicts_for(board: &Board) -> bool {
     board.target.starts_with("thumb")
 }
 
+/// The arena to build for a least arena of `least` bytes: that plus
+/// `margin_percent`, in 16-byte steps.
+pub fn with_margin(least: usize, margin_percent: u32) -> usize {
+    (least + (least * margin_percent as usize).div_ceil(100)).next_multiple_of(BUFFER_ALIGNMENT)
+}
+
 /// The arena `analysis`'s model needs on `board`, against the board's budget
 /// and RAM.
 pub fn fit(analysis: &Analysis, board: &Board) -> Result<Fit, NotPredicted> {
@@ -58,7 +69,7 @@ pub fn fit(analysis: &Analysis, board: &Board) -> Result<Fit, NotPredicted> {
         why: analysis.caveats.join("; "),
     })?;
     let margin = board.budget.safety_margin_percent;
-    let suggested = (minimum + (minimum * margin as usize).div_ceil(100)).next_multiple_of(BUFFER_ALIGNMENT);
+    let suggested = with_margin(minimum, margin);
     // A region of its own holds only the arena; in RAM the stack's budget
     // is taken off (static data is not known before the build).
     let (region, region_bytes) = match map.arena {

@@ -43,7 +43,17 @@ pub struct QemuMachine {
     /// Memory that holds code (loaded by QEMU) and memory for data.
     pub code: Range<u64>,
     pub data: Range<u64>,
+    /// The CMSDK APB timer the capture scenario's camera runs on: its base
+    /// address, its interrupt line and its clock in Hz.
+    pub capture_timer: (u64, u16, u32),
+    /// The clock SysTick counts (the core's), in Hz.
+    pub systick_hz: u32,
 }
+
+/// The MPS2 images' CMSDK APB TIMER0 (QEMU `hw/arm/mps2.c`): IRQ 8, the
+/// 25 MHz system clock, which also clocks the core.
+const MPS2_TIMER0: (u64, u16, u32) = (0x4000_0000, 8, 25_000_000);
+const MPS2_SYSCLK: u32 = 25_000_000;
 
 pub const QEMU_MACHINES: &[QemuMachine] = &[
     QemuMachine {
@@ -52,6 +62,8 @@ pub const QEMU_MACHINES: &[QemuMachine] = &[
         uart: 0x4000_4000,
         code: 0x0..0x40_0000,
         data: 0x2000_0000..0x2040_0000,
+        capture_timer: MPS2_TIMER0,
+        systick_hz: MPS2_SYSCLK,
     },
     QemuMachine {
         name: "mps2-an386",
@@ -59,6 +71,8 @@ pub const QEMU_MACHINES: &[QemuMachine] = &[
         uart: 0x4000_4000,
         code: 0x0..0x40_0000,
         data: 0x2000_0000..0x2040_0000,
+        capture_timer: MPS2_TIMER0,
+        systick_hz: MPS2_SYSCLK,
     },
     QemuMachine {
         name: "mps2-an500",
@@ -66,6 +80,8 @@ pub const QEMU_MACHINES: &[QemuMachine] = &[
         uart: 0x4000_4000,
         code: 0x0..0x40_0000,
         data: 0x2000_0000..0x2040_0000,
+        capture_timer: MPS2_TIMER0,
+        systick_hz: MPS2_SYSCLK,
     },
     QemuMachine {
         name: "mps3-an547",
@@ -73,6 +89,11 @@ pub const QEMU_MACHINES: &[QemuMachine] = &[
         uart: 0x5930_3000,
         code: 0x1000_0000..0x1008_0000,
         data: 0x3000_0000..0x3008_0000,
+        // The SSE-300's CMSDK timer on the 32 kHz clock (its secure alias;
+        // the others are SSE timers of another kind), IRQ 2 (QEMU
+        // `hw/arm/armsse.c`); the AN547's core runs at 32 MHz.
+        capture_timer: (0x5802_f000, 2, 32_768),
+        systick_hz: 32_000_000,
     },
 ];
 

@@ -67,11 +67,31 @@ pub struct ModelSpec {
     pub inputs: Vec<InputSpec>,
     /// The update the concurrent-OTA scenario delivers while this model runs.
     pub ota: OtaSpec,
+    /// The camera of the capture scenario.
+    pub capture: CaptureSpec,
     /// For a set of resident models (a `[[set]]`, run by the multi-model
     /// scenario only): its models. The fields above are then its first
     /// model's, but for the name and, when they share one, the arena.
     pub set: Option<SetSpec>,
 }
+
+/// The camera the capture scenario (`dma-stream`) emulates: how many
+/// buffers it fills, and how many frames a second it makes, in the board's
+/// time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureSpec {
+    pub buffers: u32,
+    pub frame_rate_hz: u32,
+}
+
+impl Default for CaptureSpec {
+    fn default() -> Self {
+        CaptureSpec { buffers: 3, frame_rate_hz: 20 }
+    }
+}
+
+/// Most capture buffers a model may ask for.
+pub const MAX_CAPTURE_BUFFERS: u32 = 16;
 
 /// Models resident together, loaded in this order and run one after
 /// another frame by frame.
@@ -79,6 +99,9 @@ pub struct ModelSpec {
 pub struct SetSpec {
     pub models: Vec<ModelSpec>,
     pub sharing: Sharing,
+    /// The model that infers from an interrupt, preempting the others, if
+    /// any: its index in `models` and its period in milliseconds.
+    pub interrupt: Option<(usize, u32)>,
 }
 
 /// A model update: which model arrives, what its metadata claims, and whether
@@ -198,6 +221,15 @@ struct RawSet {
     arena_bytes: Option<u32>,
     #[serde(default)]
     concurrent: bool,
+    interrupt: Option<RawInterrupt>,
+}
+
+/// A set's model that infers from a periodic interrupt.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInterrupt {
+    model: String,
+    every_ms: u32,
 }
 
 /// Most models a set holds: each is an interpreter slot in the image's
@@ -224,6 +256,8 @@ struct RawModel {
     #[serde(rename = "input", default)]
     inputs: Vec<RawInput>,
     ota: Option<RawOta>,
+    capture_buffers: Option<u32>,
+    frame_rate_hz: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -329,6 +363,17 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             };
             inputs.push(InputSpec { name: raw_input.name, data, expect });
         }
+        let defaults = CaptureSpec::default();
+        let capture = CaptureSpec {
+            buffers: raw_model.capture_buffers.unwrap_or(defaults.buffers),
+            frame_rate_hz: raw_model.frame_rate_hz.unwrap_or(defaults.frame_rate_hz),
+        };
+        if !(1..=MAX_CAPTURE_BUFFERS).contains(&capture.buffers) {
+            return Err(invalid(key("capture_buffers"), &format!("give 1 to {MAX_CAPTURE_BUFFERS} buffers")));
+        }
+        if !(1..=1000).contains(&capture.frame_rate_hz) {
+            return Err(invalid(key("frame_rate_hz"), "give 1 to 1000 frames a second"));
+        }
         models.push(Partial {
             name: raw_model.name,
             file: base.join(raw_model.file),
@@ -337,6 +382,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             kernels,
             inputs,
             ota: raw_model.ota,
+            capture,
         });
     }
     if models.is_empty() {
@@ -354,6 +400,7 @@ pub fn load(file: &Path) -> Result<ModelsFile, ModelsError> {
             kernels: model.kernels,
             inputs: model.inputs.clone(),
             ota,
+            capture: model.capture,
             set: None,
         });
     }
@@ -403,6 +450,30 @@ fn set_spec(raw: &RawSet, models: &[ModelSpec]) -> Result<ModelSpec, (&'static s
         }
         members.push(model.clone());
     }
+    let interrupt = match &raw.interrupt {
+        None => None,
+        Some(RawInterrupt { model, every_ms }) => {
+            let slot = members.iter().position(|m| &m.name == model).ok_or_else(|| {
+                ("interrupt.model", format!("`{model}` is not a model of the set ({})", raw.models.join(", ")))
+            })?;
+            if !(1..=10_000).contains(every_ms) {
+                return Err(("interrupt.every_ms", format!("{every_ms}: give 1 to 10000 milliseconds")));
+            }
+            if raw.arena == Sharing::Shared {
+                let others: Vec<&str> = raw.models.iter().filter(|m| *m != model).map(String::as_str).collect();
+                return Err((
+                    "interrupt",
+                    format!(
+                        "`{model}` infers from an interrupt over `{}`, and the set shares one arena: sharing an \
+                         arena is safe for serial inference only (one interpreter's plan would overwrite the \
+                         other's live tensors); use arena = \"separate\"",
+                        others.join("`, `")
+                    ),
+                ));
+            }
+            Some((slot, *every_ms))
+        }
+    };
     let arena = match (raw.arena, raw.arena_bytes, raw.concurrent) {
         (Sharing::Shared, _, true) => {
             return Err((
@@ -424,7 +495,7 @@ fn set_spec(raw: &RawSet, models: &[ModelSpec]) -> Result<ModelSpec, (&'static s
     Ok(ModelSpec {
         name: raw.name.clone(),
         arena,
-        set: Some(SetSpec { models: members.clone(), sharing: raw.arena }),
+        set: Some(SetSpec { models: members.clone(), sharing: raw.arena, interrupt }),
         ..members[0].clone()
     })
 }
@@ -438,6 +509,7 @@ struct Partial {
     kernels: Kernels,
     inputs: Vec<InputSpec>,
     ota: Option<RawOta>,
+    capture: CaptureSpec,
 }
 
 /// The update for `model`: as configured, or by default the same model one
@@ -499,6 +571,9 @@ pub struct Model {
     /// [`ModelSpec::read`] (empty after [`ModelSpec::parse`], which reads
     /// this file alone).
     pub residents: Vec<Model>,
+    /// How "auto" was sized, once it is ([`Model::sized_for`],
+    /// [`Model::with_arena`]).
+    pub arena_source: Option<String>,
 }
 
 /// An update's model file, read and parsed.
@@ -570,6 +645,7 @@ impl ModelSpec {
             inputs,
             update: Update { bytes: update_bytes, parsed: update, input },
             residents: Vec::new(),
+            arena_source: None,
         })
     }
 }
@@ -639,9 +715,46 @@ impl Model {
     /// This model with its arena resolved for `board`, so that "auto" is
     /// analysed once per board rather than by every step that needs the size.
     pub fn sized_for(&self, board: &Board, tflm: Generation) -> Result<Model, ModelsError> {
-        let spec = ModelSpec { arena: Arena::Bytes(self.arena_bytes(board, tflm)?), ..self.spec.clone() };
+        let bytes = self.arena_bytes(board, tflm)?;
+        let source = (self.spec.arena == Arena::Auto && self.spec.set.is_none()).then(|| {
+            format!(
+                "auto: the predicted least arena plus the {}% margin of board `{}`",
+                board.budget.safety_margin_percent, board.name
+            )
+        });
         let residents = self.residents.iter().map(|m| m.sized_for(board, tflm)).collect::<Result<_, _>>()?;
-        Ok(Model { spec, residents, ..self.clone() })
+        Ok(Model { residents, ..self.with_arena(bytes, source) })
+    }
+
+    /// This model with an arena of `bytes`, sized as `source` says.
+    pub fn with_arena(&self, bytes: u32, source: Option<String>) -> Model {
+        Model {
+            spec: ModelSpec { arena: Arena::Bytes(bytes), ..self.spec.clone() },
+            arena_source: source,
+            ..self.clone()
+        }
+    }
+
+    /// This model with `extra` bytes more in each of its arenas (a set's
+    /// models' own arenas too).
+    pub fn with_room(&self, extra: u32) -> Model {
+        let arena = match self.spec.arena {
+            Arena::Bytes(bytes) => Arena::Bytes(bytes + extra),
+            Arena::Auto => Arena::Auto,
+        };
+        let residents = self.residents.iter().map(|m| m.with_room(extra)).collect();
+        Model { spec: ModelSpec { arena, ..self.spec.clone() }, residents, ..self.clone() }
+    }
+
+    /// The least arena the analyzer predicts for the update this model
+    /// receives, on `board` with a TFLM of generation `tflm` and the
+    /// model's kernels and planner: the minimum its package carries unless
+    /// the models file gives one. None where it is not predicted.
+    pub fn update_least_arena(&self, board: &Board, tflm: Generation) -> Option<u32> {
+        let kernels = KernelPath::of(self.spec.kernels, board.tflm_arch.as_deref());
+        let analysis =
+            Analysis::of(&self.spec.ota.model, &self.update.parsed, tflm, kernels, self.spec.planner).ok()?;
+        fit::predicts_for(board).then_some(analysis.minimum_arena_bytes? as u32)
     }
 }
 
@@ -858,9 +971,17 @@ expect_class = 2
         assert!(m7 as usize > analysis.minimum_arena_bytes.unwrap() && m7.is_multiple_of(16), "{m7}");
         let host = model.arena_bytes(&board("host"), Generation::Tfmicro2020).unwrap_err().to_string();
         assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
-        // Today's TFLM: the least arena is not predicted, and "auto" says so.
-        let current = model.arena_bytes(&board("qemu-m7"), Generation::Current).unwrap_err().to_string();
-        assert!(current.contains("no least arena for `m` on the current TFLM"), "{current}");
+        assert!(
+            host.ends_with(
+                "measures it in a first boot (not `--build-only`, and not for a model of a set), or give `arena_bytes`"
+            ),
+            "{host}"
+        );
+        // Today's TFLM has a least arena of its own, predicted as well.
+        let today = Analysis::of("m", &parsed, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
+        let current = model.arena_bytes(&board("qemu-m7"), Generation::Current).unwrap();
+        assert_eq!(current as usize, fit::fit(&today, &board("qemu-m7")).unwrap().suggested_arena_bytes);
+        assert_ne!(today.minimum_arena_bytes, analysis.minimum_arena_bytes);
     }
 
     #[test]
@@ -940,6 +1061,10 @@ expect_class = 2
         assert_eq!(spec.models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["n", "m"]);
         let separate = load_text(&with_set("models = [\"m\", \"n\"]\narena = \"separate\"")).unwrap();
         assert_eq!(separate[2].set.as_ref().unwrap().sharing, Sharing::Separate);
+        assert_eq!(separate[2].set.as_ref().unwrap().interrupt, None);
+        let preempting =
+            with_set("models = [\"m\", \"n\"]\narena = \"separate\"\ninterrupt = { model = \"n\", every_ms = 20 }");
+        assert_eq!(load_text(&preempting).unwrap()[2].set.as_ref().unwrap().interrupt, Some((1, 20)));
 
         let cases = [
             (
@@ -952,6 +1077,19 @@ expect_class = 2
             ("models = [\"m\", \"m\"]\narena = \"separate\"", "`m` is named twice"),
             ("models = [\"m\"]\narena = \"separate\"", "set[0].models`: name 2 to 256 models, not 1"),
             ("models = [\"m\", \"n\"]\narena = \"both\"", "set[0].arena"),
+            (
+                "models = [\"m\", \"n\"]\narena = \"shared\"\narena_bytes = 4096\ninterrupt = { model = \"n\", every_ms = 20 }",
+                "set[0].interrupt`: `n` infers from an interrupt over `m`, and the set shares one arena: sharing an \
+                 arena is safe for serial inference only",
+            ),
+            (
+                "models = [\"m\", \"n\"]\narena = \"separate\"\ninterrupt = { model = \"x\", every_ms = 20 }",
+                "set[0].interrupt.model`: `x` is not a model of the set (m, n)",
+            ),
+            (
+                "models = [\"m\", \"n\"]\narena = \"separate\"\ninterrupt = { model = \"n\", every_ms = 0 }",
+                "set[0].interrupt.every_ms`: 0: give 1 to 10000 milliseconds",
+            ),
         ];
         for (set, expected) in cases {
             let err = load_text(&with_set(set)).unwrap_err().to_string();
@@ -1020,6 +1158,7 @@ expect_class = 2
             kernels: Kernels::Reference,
             inputs: vec![],
             ota,
+            capture: CaptureSpec::default(),
             set: None,
         };
         let err = spec.read(&Runtime::bundled()).unwrap_err().to_string();

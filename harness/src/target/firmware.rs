@@ -42,8 +42,7 @@ fn cause(log: &str) -> String {
     let cargo_own = ["error: failed to run custom build command", "error: could not compile"];
     log.lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("error: ") && !cargo_own.iter().any(|c| l.starts_with(c)))
-        .last()
+        .rfind(|l| l.starts_with("error: ") && !cargo_own.iter().any(|c| l.starts_with(c)))
         .map_or_else(String::new, |line| format!(": {}", &line["error: ".len()..]))
 }
 
@@ -114,12 +113,17 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     // one package, and the arriving model's first input.
     let ota = &spec.ota;
     let ota_model = &model.update.bytes;
+    // Its minimum arena: as the models file says, else the arriving
+    // model's least arena where predicted, else the running model's arena;
+    // its maximum at least that.
     let arena = model.arena_bytes(board, runtime.generation())?;
+    let min_arena = ota.min_arena_bytes.or_else(|| model.update_least_arena(board, runtime.generation()));
+    let min_arena = min_arena.unwrap_or(arena);
     let header = Header::for_model(
         ota_model,
         ota.version,
-        ota.min_arena_bytes.unwrap_or(arena),
-        ota.max_arena_bytes.unwrap_or(arena),
+        min_arena,
+        ota.max_arena_bytes.unwrap_or(arena.max(min_arena)),
         ota.min_free_heap_bytes,
     );
     let package_path = dir.join("ota-package.bin");
@@ -165,6 +169,26 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     if let Some(machine) = board.qemu_machine() {
         config += &format!("pub const UART_BASE: usize = {:#x};\n", machine.uart);
     }
+    // The capture scenario's camera: its buffers and frame period, and on
+    // bare metal the timer it runs on (QEMU's machines have one) and the
+    // clock SysTick counts for the housekeeping.
+    config += &format!(
+        "pub const CAPTURE_BUFFERS: usize = {};\npub const FRAME_PERIOD_US: u32 = {};\n",
+        spec.capture.buffers,
+        1_000_000 / spec.capture.frame_rate_hz
+    );
+    if let Layout::BareMetal(_) = board.layout {
+        let (timer, systick_hz) = match board.qemu_machine() {
+            Some(m) => {
+                let (base, irq, hz) = m.capture_timer;
+                (format!("Some(({base:#x}, {irq}, {hz}))"), m.systick_hz)
+            }
+            None => ("None".to_owned(), 0),
+        };
+        config += &format!(
+            "pub const CAPTURE_TIMER: Option<(usize, u16, u32)> = {timer};\npub const SYSTICK_HZ: u32 = {systick_hz};\n"
+        );
+    }
     if let Layout::Process { stack_bytes } = board.layout {
         config += &format!("pub const STACK_BYTES: usize = {stack_bytes};\n");
     }
@@ -189,8 +213,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     config += &format!(
         "pub const RESIDENT_COUNT: usize = {};\n\
          pub static RESIDENTS: [(&str, &[u8], &str, &[u8], usize); RESIDENT_COUNT] = [\n{residents}];\n\
-         pub const SHARED_ARENA: bool = {shared};\n",
-        model.residents.len()
+         pub const SHARED_ARENA: bool = {shared};\n\
+         pub const INTERRUPT_MODEL: Option<(usize, u32)> = {interrupt:?};\n",
+        model.residents.len(),
+        interrupt = model.spec.set.as_ref().and_then(|set| set.interrupt).map(|(slot, ms)| (slot, ms * 1000))
     );
     let config_path = dir.join("config.rs");
     write_if_changed(&config_path, config.as_bytes()).map_err(io("cannot write", &config_path))?;
@@ -320,6 +346,11 @@ pub enum Variant {
     /// The interpreter over TFLM's recording allocator, for its breakdown of
     /// the arena (a current TFLM only).
     Recording,
+    /// The managed buffers' lifecycle checks compiled out (only to show, in
+    /// the capture self-tests, the hazards they prevent).
+    UncheckedLifecycle,
+    /// Without the search for the least arena (only to weigh it).
+    NoLeastArena,
 }
 
 impl Variant {
@@ -331,17 +362,21 @@ impl Variant {
             Variant::InjectLeak => features.push("inject-leak"),
             Variant::Uninstrumented => args.push("--no-default-features".to_owned()),
             Variant::Recording => features.push("tflm-recording"),
+            Variant::UncheckedLifecycle => features.push("unchecked-lifecycle"),
+            Variant::NoLeastArena => features.push("no-least-arena"),
         }
         args.extend(["--features".to_owned(), features.join(",")]);
         args
     }
 
-    fn suffix(self) -> &'static str {
+    pub fn suffix(self) -> &'static str {
         match self {
             Variant::Standard => "",
             Variant::InjectLeak => "+inject-leak",
             Variant::Uninstrumented => "+uninstrumented",
             Variant::Recording => "+recording",
+            Variant::UncheckedLifecycle => "+unchecked-lifecycle",
+            Variant::NoLeastArena => "+no-least-arena",
         }
     }
 }

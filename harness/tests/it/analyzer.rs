@@ -196,6 +196,12 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
         r.metrics["arena_capacity_bytes"] as usize
     };
     assert_eq!((capacity("hello-least"), capacity("speech-least")), (hello, speech));
+    // The firmware's own search finds the same least arena, in any arena
+    // that holds it.
+    for name in ["hello-least", "speech-least", "hello-auto"] {
+        let found = crate::support::ran(&results).find(|r| r.model == name).unwrap().metrics["least_arena_bytes"];
+        assert_eq!(found as usize, if name.starts_with("hello") { hello } else { speech }, "{name}");
+    }
     // Planning borrows room for hello_world; micro_speech needs its plan.
     let hello_analysis = analysis("hello_world");
     assert!(hello > hello_analysis.predicted_arena_bytes.unwrap(), "{hello}");

@@ -188,7 +188,7 @@ fn an_image_built_for_another_board_is_not_deployed() {
 
     // Deployed anyway (straight through the runner), the firmware itself
     // sees the wrong CPU and refuses.
-    let mut target = runner::start(&m4, &firmware.elf, &RunOptions::default()).unwrap();
+    let mut target = runner::start(&m4, &firmware.elf, &RunOptions::default(), None).unwrap();
     let run = runner::drive(target.as_mut(), SINGLE_FRAME, 0, TIMEOUT, &RunOptions::default(), &|_| {}).unwrap();
     let failure = run.session.failure.unwrap();
     assert_eq!(failure.stage, "board");

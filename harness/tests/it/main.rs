@@ -3,6 +3,7 @@
 
 mod analyzer;
 mod build_only;
+mod capture;
 mod current_tflm;
 mod failures;
 mod firmware_runs;

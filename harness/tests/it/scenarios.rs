@@ -1,10 +1,13 @@
-//! The four scenarios on the default board: what each must show.
+//! The scenarios on the default board: what each must show.
 
 use harness::run::measurement::{
-    metric, Measurement, CONCURRENT_OTA, LOG_HEAVY, MULTI_MODEL, SCENARIOS, SINGLE_FRAME, STREAM,
+    metric, Measurement, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, LOG_HEAVY, MULTI_MODEL, SCENARIOS, SINGLE_FRAME,
+    STREAM,
 };
 use harness::run::{self, Options};
 use harness::target::firmware::Variant;
+use harness::verdict::baseline::Source;
+use harness::verdict::compare::{self, Policy, Verdict};
 
 use crate::support::*;
 
@@ -20,7 +23,7 @@ fn check_passed(record: &Measurement, name: &str) -> bool {
 }
 
 #[test]
-fn all_four_scenarios_run_and_show_what_they_must() {
+fn every_scenario_runs_and_shows_what_it_must() {
     let mut options = Options::new(&ws(), vec![default_board().name]);
     options.models = vec!["hello_world".into(), "micro_speech".into()];
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
@@ -51,7 +54,7 @@ fn all_four_scenarios_run_and_show_what_they_must() {
     // refused with its reason, and hello_world answers right afterwards.
     let refused = record(&results.records, "hello_world", CONCURRENT_OTA);
     assert_eq!(refused.metrics[metric::OTA_ACCEPTED], 0);
-    assert_eq!(refused.notes["ota_gate"], "rejected: needs 7024 bytes of tensor arena, the firmware has 3072");
+    assert_eq!(refused.notes["ota_gate"], "rejected: its least arena is 7024 bytes, the firmware's arena 3072");
     assert!(
         check_passed(refused, "output for x-half-pi") && check_passed(refused, "update to `micro_speech` rejected")
     );
@@ -201,4 +204,22 @@ fn run_alone(file: std::path::PathBuf, model: &str, scenario: &str) -> run::resu
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(results.failed.is_empty(), "{:#?}", results.failed);
     results
+}
+
+/// The capture scenarios at both clocks give their approved figures, every
+/// one: interrupts land on the same instruction whatever the machine is
+/// doing (this test is in the stress run, beside a build).
+#[test]
+fn the_capture_scenarios_give_their_baselines_exactly() {
+    let mut options = hello_world_in(DMA_STREAM);
+    options.scenarios.push(DMA_STREAM_SLOW.into());
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    let baselines = Source::WorkTree(ws().baselines_dir());
+    let comparison = compare::compare(&results, &baselines, &Policy::load(&ws().baselines_dir()).unwrap()).unwrap();
+    let captured: Vec<_> =
+        comparison.rows.iter().filter(|r| r.scenario == DMA_STREAM || r.scenario == DMA_STREAM_SLOW).collect();
+    assert!(captured.len() > 20, "{captured:?}");
+    let moved: Vec<_> = captured.iter().filter(|r| r.verdict != Verdict::Unchanged).collect();
+    assert!(moved.is_empty(), "{moved:#?}");
 }

@@ -100,7 +100,7 @@ fn fixture() -> (Results, Comparison) {
                 model: "hello_world".into(),
                 scenario: "concurrent-ota".into(),
                 metrics: metrics(1472, 2520),
-                notes: BTreeMap::from([("ota_gate".into(), "rejected: needs 7024 bytes of tensor arena, the firmware has 3072".into())]),
+                notes: BTreeMap::from([("ota_gate".into(), "rejected: its least arena is 7024 bytes, the firmware's arena 3072".into())]),
                 checks: vec![Check { name: "output for x-0".into(), passed: false, detail: "value 0.5000, expected 0 ± 0.1".into() }],
                 arena_prediction: None,
                 tflm_breakdown: None,

@@ -67,13 +67,22 @@ impl Stack {
         // The lowest page is the guard page.
         let bottom = addr as usize + page_size();
         let stack = Stack { bottom, top: addr as usize + size };
-        let end = stack_pointer() - PAINT_GUARD;
-        let mut p = bottom as *mut u8;
-        while cfg!(feature = "instrument") && (p as usize) < end {
-            std::ptr::write_volatile(p, arena::PAINT);
-            p = p.add(1);
-        }
+        stack.repaint();
         stack
+    }
+
+    /// Paints the stack below the caller's frame (again): what ran deeper
+    /// before no longer counts.
+    #[inline(never)]
+    pub fn repaint(&self) {
+        let end = stack_pointer() - PAINT_GUARD;
+        let mut p = self.bottom as *mut u8;
+        while cfg!(feature = "instrument") && (p as usize) < end {
+            // SAFETY: [bottom, sp - guard) is this thread's stack below
+            // every live frame.
+            unsafe { std::ptr::write_volatile(p, arena::PAINT) };
+            p = p.wrapping_add(1);
+        }
     }
 
     pub fn size(&self) -> usize {
@@ -87,6 +96,12 @@ impl Stack {
         let unused = unsafe { std::slice::from_raw_parts(self.bottom as *const u8, reach - self.bottom) };
         self.size() - arena::untouched_prefix(unused)
     }
+}
+
+/// What a stack that reached `peak` must hold: on a host, the peak (a
+/// process has no exception frames to add).
+pub fn stack_bound(peak: usize) -> usize {
+    peak
 }
 
 fn page_size() -> usize {
@@ -129,4 +144,59 @@ pub fn run(serve: fn(Stack) -> i32) -> ! {
     });
     let status = thread.expect("cannot start the scenario thread").join().unwrap_or(exit::PANIC);
     exit(status)
+}
+
+/// Time on the host: the capture and the housekeeping are threads that
+/// call their work at their periods, for as long as the clock runs (no
+/// interrupt, no nesting, no scaled clock).
+pub mod clock {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    use std::thread::JoinHandle;
+    use std::time::{Duration, Instant};
+
+    static RUNNING: AtomicBool = AtomicBool::new(false);
+    static THREADS: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+    /// Calls `work` every `us` microseconds of wall time until [`stop`].
+    fn every(us: u32, work: fn()) -> JoinHandle<()> {
+        std::thread::spawn(move || {
+            let period = Duration::from_micros(u64::from(us));
+            let mut next = Instant::now() + period;
+            while RUNNING.load(Ordering::SeqCst) {
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                if RUNNING.load(Ordering::SeqCst) {
+                    work();
+                }
+                next += period;
+            }
+        })
+    }
+
+    pub fn start(capture: (u32, fn()), housekeeping: (u32, fn())) -> Result<(), &'static str> {
+        RUNNING.store(true, Ordering::SeqCst);
+        let mut threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+        threads.push(every(capture.0, capture.1));
+        threads.push(every(housekeeping.0, housekeeping.1));
+        Ok(())
+    }
+
+    /// Stops both threads and waits for them: nothing runs after this.
+    pub fn stop() {
+        RUNNING.store(false, Ordering::SeqCst);
+        let threads = std::mem::take(&mut *THREADS.lock().unwrap_or_else(|e| e.into_inner()));
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+
+    /// Lets the other threads run a little.
+    pub fn wait() {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+
+    /// No interrupts, so no nesting.
+    pub fn nesting_peak() -> u32 {
+        0
+    }
 }

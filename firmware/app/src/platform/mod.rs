@@ -1,6 +1,7 @@
 //! Board support. Every platform offers the same functions to the rest of the
 //! firmware: `init`, `write`, `read_byte`, `Stack` (painted at start,
-//! measured on demand), `cpu_part`, `rss_peak_bytes`, `fault` and `exit`.
+//! measured on demand), `clock` (the periodic work a scenario hands to
+//! interrupts), `cpu_part`, `rss_peak_bytes`, `fault` and `exit`.
 
 #[cfg(target_os = "none")]
 mod cortex_m;

@@ -1,6 +1,8 @@
 //! The conversation with the harness, and what every scenario shares: the
 //! tensor arena, the buffer pool, the painted stack, and the report.
 
+mod capture;
+mod least_arena;
 mod multi_model;
 mod single_frame;
 mod stream;
@@ -28,15 +30,23 @@ const LOG_RING_BYTES: usize = 2048;
 /// Blocks the pool keeps track of at once.
 const POOL_BLOCKS: usize = 32;
 
+const fn max(a: usize, b: usize) -> usize {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
 const fn lines(bytes: usize) -> usize {
     bytes.div_ceil(CACHE_LINE) * CACHE_LINE
 }
 
-/// Room for everything the scenarios keep in the pool at once: two input
-/// frames in flight, a pre-processing copy, the post-processing buffer (the
-/// board's budget for it), the log ring and the OTA staging buffer, plus one
-/// spare kilobyte.
-const POOL_BYTES: usize = 3 * lines(config::LARGEST_INPUT_BYTES)
+/// Room for everything the scenarios keep in the pool at once: the input
+/// frames in flight (two, or the capture buffers) and a pre-processing copy,
+/// the post-processing buffer (the board's budget for it), the log ring and
+/// the OTA staging buffer, plus one spare kilobyte.
+const POOL_BYTES: usize = (max(config::CAPTURE_BUFFERS, 2) + 1) * lines(config::LARGEST_INPUT_BYTES)
     + lines(config::BUDGET.postprocess_bytes as usize)
     + lines(LOG_RING_BYTES)
     + lines(config::OTA_MODEL_BYTES)
@@ -77,6 +87,7 @@ impl<'s> Rig<'s> {
 
     /// Paints the arena and loads `model` into it.
     fn load_painted(&mut self, model: &'static [u8]) -> Result<(), tflm::Error> {
+        tflm::unload();
         arena::paint(self.arena);
         self.load(model)
     }
@@ -129,11 +140,12 @@ impl<'s> Rig<'s> {
     }
 
     /// The memory figures every scenario reports, taken before anything is
-    /// formatted (formatting has its own stack cost).
-    fn figures(&self) -> [(&'static str, i64); 4 + 5] {
+    /// formatted (formatting has its own stack cost); on a Cortex-M board
+    /// also the handlers' stack and what the stack must hold with them.
+    fn figures(&self) -> [(&'static str, i64); FIGURES] {
         let touched = arena::touched_bytes(self.arena) as i64;
         let c = |category| self.pool.category(category).peak as i64;
-        [
+        let common = [
             ("stack_peak_bytes", self.stack.peak() as i64),
             ("arena_used_bytes", i64::from(tflm::arena_used_bytes())),
             ("arena_touched_bytes", touched),
@@ -143,9 +155,20 @@ impl<'s> Rig<'s> {
             ("pool_postprocess_peak_bytes", c(Category::Postprocess)),
             ("pool_log_peak_bytes", c(Category::Log)),
             ("ota_staging_peak_bytes", c(Category::OtaStaging)),
-        ]
+        ];
+        let mut figures = [("", 0); FIGURES];
+        figures[..common.len()].copy_from_slice(&common);
+        #[cfg(target_os = "none")]
+        {
+            figures[common.len()] = ("interrupt_stack_peak_bytes", self.stack.interrupt_peak() as i64);
+            figures[common.len() + 1] = ("stack_bound_bytes", platform::stack_bound(common[0].1 as usize) as i64);
+        }
+        figures
     }
 }
+
+/// How many figures [`Rig::figures`] reports on this platform.
+const FIGURES: usize = if cfg!(target_os = "none") { 11 } else { 9 };
 
 /// The next frame's number, and how many times each frame is sent (once
 /// until a `Run` command asks for copies).
@@ -249,7 +272,11 @@ fn run(scenario: &str, frames: u32, stack: &Stack) -> i32 {
         "stream" => stream::run(Rig::take(stack), stream::Mode::Plain, frames),
         "log-heavy" => stream::run(Rig::take(stack), stream::Mode::LogHeavy, frames),
         "concurrent-ota" => stream::run(Rig::take(stack), stream::Mode::ConcurrentOta, frames),
-        "multi-model" => multi_model::run(Rig::take(stack), frames),
+        "multi-model" => multi_model::run(Rig::take(stack), frames, false),
+        "selftest-shared-preemption" => multi_model::run(Rig::take(stack), frames, true),
+        "dma-stream" | "dma-stream-slow" => capture::run(Rig::take(stack), capture::Mode::Capture, frames),
+        "selftest-capture-filling" => capture::run(Rig::take(stack), capture::Mode::InferWhileFilling, frames),
+        "selftest-zero-copy" => capture::run(Rig::take(stack), capture::Mode::ZeroCopy, frames),
         "selftest-stack-report" => single_frame::run(Rig::take(stack), true),
         "selftest-ota-corrupt" => stream::run(Rig::take(stack), stream::Mode::CorruptOta, frames),
         _ => self_test(scenario),

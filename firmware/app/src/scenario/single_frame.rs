@@ -5,7 +5,7 @@ use core::fmt::Write;
 
 use hilmem_protocol::{exit, Frame};
 
-use super::{fail_with_tflm_messages, report_figures, send, Rig, Text};
+use super::{fail_with_tflm_messages, least_arena, report, report_figures, send, Rig, Text};
 use crate::{config, tflm};
 
 /// Runs the scenario. With `stack_after_report` (a self-test), it also says
@@ -13,6 +13,13 @@ use crate::{config, tflm};
 /// reported figure, read before, must not include.
 #[inline(never)]
 pub fn run(mut rig: Rig, stack_after_report: bool) -> i32 {
+    let (name, data) = config::INPUTS[0];
+    let least = match least_arena::search(rig.arena, config::MODEL, name, data) {
+        Ok(least) => least,
+        Err(status) => return status,
+    };
+    // What the search ran deeper than the scenario does not count.
+    rig.stack.repaint();
     if let Err(e) = rig.load_painted(config::MODEL) {
         return fail_with_tflm_messages("load", e);
     }
@@ -24,6 +31,9 @@ pub fn run(mut rig: Rig, stack_after_report: bool) -> i32 {
         }
     }
     report_figures(&rig.figures());
+    if let Some(least) = least {
+        report(&[("least_arena_bytes", i64::from(least))]);
+    }
     for (tensor, offset) in tflm::placements(rig.arena) {
         send(Frame::Placement { tensor, offset });
     }

@@ -268,7 +268,7 @@ fn activate(rig: &mut Rig, d: Download) -> Result<Option<(Inputs, Answer)>, i32>
             let health = Health {
                 free_heap_bytes: rig.pool.free_bytes() as u32,
                 stack_bytes: rig.stack.size() as u32,
-                stack_peak_bytes: rig.stack.peak() as u32,
+                stack_peak_bytes: platform::stack_bound(rig.stack.peak()) as u32,
                 arena_need_bytes: 0,
                 arena_capacity_bytes: config::ARENA_BYTES as u32,
             };

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use super::cmsis_nn::{self, KernelPath};
-use super::{layout, private, Layout, Tail};
+use super::{layout, private, Layout, LeastArena, Tail};
 use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
 use crate::model::tflite::{
     self, Model, Operator, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8, VAR_HANDLE,
@@ -47,12 +47,27 @@ const RESOURCE_VARIABLES: Layout = layout("tflite::MicroResourceVariables", 12, 
 const RESOURCE_VARIABLE: Layout = layout("tflite::MicroResourceVariables::MicroResourceVariable", 20, 4);
 /// A variable of 2023, before its default value.
 const RESOURCE_VARIABLE_2023: Layout = layout("tflite::MicroResourceVariables::MicroResourceVariable", 16, 4);
+/// What `AllocateTensors` borrows from the head while it prepares and
+/// plans: a kernel's scratch-buffer request, the planner's entry per tensor
+/// and scratch buffer, and the two structs the greedy planner keeps per
+/// buffer (beside three `int`s).
+const SCRATCH_REQUEST: Layout = layout("tflite::internal::ScratchBufferRequest", 12, 4);
+const ALLOCATION_INFO: Layout = layout("tflite::AllocationInfo", 24, 4);
+const BUFFER_REQUIREMENTS: Layout = layout("tflite::GreedyMemoryPlanner::BufferRequirements", 16, 4);
+const LIST_ENTRY: Layout = layout("tflite::GreedyMemoryPlanner::ListEntry", 12, 4);
+/// `kMaxScratchBuffersPerOp`: the requests the head keeps room for beyond
+/// those made, for the next kernel.
+const REQUESTS_AHEAD: usize = 12;
+/// `GreedyMemoryPlanner::per_buffer_size()`: its requirement, two sorted
+/// `int`s, a list entry and an offset per buffer.
+const GREEDY_BYTES_PER_BUFFER: usize = BUFFER_REQUIREMENTS.bytes + 3 * 4 + LIST_ENTRY.bytes;
 
 /// The builtin codes of the resource-variable operators besides VAR_HANDLE,
-/// and of the LSTM.
+/// of the LSTM, and of SELECT_V2.
 const READ_VARIABLE: i32 = 143;
 const ASSIGN_VARIABLE: i32 = 144;
 const UNIDIRECTIONAL_SEQUENCE_LSTM: i32 = 44;
+const SELECT_V2: i32 = 123;
 
 /// What `Prepare` allocates, beyond what `Init` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -519,6 +534,7 @@ pub fn knows(code: i32, kernels: KernelPath, tflm: Generation) -> bool {
 /// The headers that declare every type of the prediction but those private
 /// to a source ([`Layout::private_to`]), for the test that compiles them.
 pub const DECLARED_IN: &[&str] = &[
+    "tensorflow/lite/micro/micro_allocation_info.h",
     "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h",
     "tensorflow/lite/micro/memory_planner/linear_memory_planner.h",
     "tensorflow/lite/micro/recording_micro_allocator.h",
@@ -576,6 +592,10 @@ pub fn layouts(tflm: Generation) -> Vec<Layout> {
         SCRATCH_HANDLE,
         RESOURCE_VARIABLES,
         variable,
+        SCRATCH_REQUEST,
+        ALLOCATION_INFO,
+        BUFFER_REQUIREMENTS,
+        LIST_ENTRY,
     ]
     .into_iter()
     .chain(kernels.flat_map(|k| k.options.into_iter().chain(k.op_data).chain(k.prepare.op_data())))
@@ -631,6 +651,38 @@ pub struct Prediction {
     /// under; what TFLM does not record (its allocator objects, operator
     /// options, scratch handles) is in `bytes` only.
     pub recorded: BTreeMap<&'static str, Allocations>,
+    /// What `AllocateTensors` borrows on the way (see [`least_arena`]).
+    pub borrowing: Borrowing,
+}
+
+/// The points of `AllocateTensors` where it borrows room beside the tail
+/// then standing: the temporary tensors each kernel's `Prepare` holds above
+/// the head of scratch-buffer requests, and the planner's arrays.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Borrowing {
+    /// The operator whose `Prepare` reaches highest.
+    pub prepare: Option<PrepareHigh>,
+    /// Scratch buffers requested by all kernels.
+    pub requests: usize,
+    /// The tail while it plans (with the variables).
+    pub planning_tail: usize,
+}
+
+/// One operator's `Prepare`: its step, the head of requests made before
+/// it, its temporaries' bytes, and the tail once it is prepared (what it
+/// allocates must stay clear of its temporaries, which it holds to the end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrepareHigh {
+    pub step: usize,
+    pub requests_head: usize,
+    pub temporaries: usize,
+    pub tail: usize,
+}
+
+impl PrepareHigh {
+    fn bytes(&self) -> usize {
+        self.requests_head + self.temporaries + self.tail
+    }
 }
 
 /// The tail as TFLM's recording allocator would account for it.
@@ -877,10 +929,12 @@ fn replay(
         tail.persistent_buffer(op_data.bytes);
     }
     let mut scratch = Vec::new();
+    let mut prepare: Option<PrepareHigh> = None;
     for (step, (op, kernel)) in sg.operators.iter().zip(&kernels).enumerate() {
         let input = |i: usize| op.inputs.get(i).and_then(|&t| tensor(t));
         let output = op.outputs.first().and_then(|&t| tensor(t));
         let missing = |what: &str| err(format!("operator {step} has no {what}"));
+        let requests_before = scratch.len();
         let mut request = |bytes: usize| scratch.push(Scratch { step: step as i32, bytes });
         if kernel.copies_output_dims {
             tail.persistent_buffer(4 + 4 * output.ok_or_else(|| missing("output"))?.shape.len());
@@ -1025,6 +1079,21 @@ fn replay(
                 }
             }
         }
+        // The node's temporaries, taken above the head of requests made
+        // before it, held until it is prepared: whatever it allocates at
+        // `Prepare` must stay clear of them.
+        let taken = temporaries(kernel.code, kernel_path, tflm, op, sg).ok_or_else(|| {
+            err(format!("step {step}: the temporaries of operator code {} are not known", kernel.code))
+        })?;
+        let high = PrepareHigh {
+            step,
+            requests_head: SCRATCH_REQUEST.bytes * (requests_before + REQUESTS_AHEAD),
+            temporaries: taken.iter().map(|&t| temporary_bytes(&sg.tensors[t])).sum(),
+            tail: tail.tail.0,
+        };
+        if prepare.is_none_or(|p| high.bytes() > p.bytes()) {
+            prepare = Some(high);
+        }
     }
     if !scratch.is_empty() {
         tail.place(None, SCRATCH_HANDLE, scratch.len());
@@ -1033,6 +1102,7 @@ fn replay(
         let bytes = t.bytes().ok_or_else(|| err(format!("variable `{}` has a type of unknown size", t.name)))?;
         tail.alloc(Some("variables"), bytes, BUFFER_ALIGNMENT, 1);
     }
+    let borrowing = Borrowing { prepare, requests: scratch.len(), planning_tail: tail.tail.0 };
     // The interpreter's own TfLiteTensors: an array of pointers, then each
     // tensor with its quantization (the zero points copied as ints).
     for ends in [&sg.inputs, &sg.outputs] {
@@ -1047,7 +1117,167 @@ fn replay(
             }
         }
     }
-    Ok(Prediction { bytes: tail.tail.0, scratch, recorded: tail.recorded })
+    Ok(Prediction { bytes: tail.tail.0, scratch, recorded: tail.recorded, borrowing })
+}
+
+/// A temporary `TfLiteTensor` of `t`, in the head: the struct, and for a
+/// quantized tensor its quantization and zero points (the scales are read
+/// from the model).
+fn temporary_bytes(t: &Tensor) -> usize {
+    let channels = t.quantization.channels();
+    TENSOR.bytes + if channels > 0 { AFFINE_QUANTIZATION.bytes + 4 * (1 + channels) } else { 0 }
+}
+
+/// Why `model`'s least arena on a TFLM of `tflm` is not where
+/// `AllocateTensors` stops accepting it: a kernel that takes temporary
+/// tensors in `Eval` too (2023's SELECT_V2), whose `Invoke` needs room of
+/// its own. None where it is.
+pub fn least_set_by_eval(model: &Model, tflm: Generation) -> Option<&'static str> {
+    let select_v2 = model.operator_codes.iter().any(|c| c.builtin == SELECT_V2);
+    (tflm == Generation::Tflm2023 && select_v2).then_some(
+        "the 2023 generation's SELECT_V2 takes temporary tensors in Eval too, so the least arena is where Invoke \
+         runs, which is measured, not predicted",
+    )
+}
+
+/// Whether the table of the temporaries `Prepare` takes has the kernel of
+/// `code` (so its least arena can be predicted).
+pub fn prepare_read(code: i32, kernels: KernelPath, tflm: Generation) -> bool {
+    temporaries(code, kernels, tflm, &Operator::default(), &tflite::Subgraph::default()).is_some()
+}
+
+/// The temporary tensors the `Prepare` of `op`'s kernel takes, as read from
+/// its source, as indices of the subgraph's tensors. A tensor taken twice
+/// counts twice (a convolution takes its tensors again once it has
+/// allocated its per-channel data): TFLM gives them all back only once the
+/// node is prepared. An optional input left out is not taken. None for a
+/// kernel not in the table.
+fn temporaries(
+    code: i32,
+    kernels: KernelPath,
+    tflm: Generation,
+    op: &Operator,
+    sg: &tflite::Subgraph,
+) -> Option<Vec<usize>> {
+    let i = |i: usize| op.inputs.get(i).and_then(|&t| usize::try_from(t).ok());
+    let o = |i: usize| op.outputs.get(i).and_then(|&t| usize::try_from(t).ok());
+    let every_input_from = |from: usize| (from..op.inputs.len()).map(i).collect::<Vec<_>>();
+    let kind = |t: Option<usize>| t.and_then(|t| sg.tensors.get(t)).map(|t| t.kind);
+    let cmsis_nn = matches!(kernels, KernelPath::CmsisNn(_));
+    let taken: Vec<Option<usize>> = match code {
+        // The element-wise binaries and the others that take two inputs and
+        // the output.
+        0 | 7 | 18 | 23 | 36 | 39 | 41 | 42 | 54 | 70 | 90 | 94 | 95 | 97 | 99 | 100 | 105 | 107 | 126 | 128 | 130
+        | 145 => vec![i(0), i(1), o(0)],
+        // Three inputs (PAD's third only where given) and the output.
+        34 | 60 | 65 | 123 | 151 => vec![i(0), i(1), i(2), o(0)],
+        45 => vec![i(0), i(1), i(2), i(3), o(0)],
+        // CMSIS-NN's AVERAGE_POOL_2D: the reference `PoolingPrepare`, then
+        // its own.
+        1 if cmsis_nn => vec![i(0), o(0), i(0), o(0)],
+        // The input and the output.
+        1 | 5 | 6 | 11 | 12 | 14 | 17 | 19 | 22 | 25 | 26 | 37 | 38 | 43 | 47 | 50 | 53 | 66 | 73 | 75 | 76 | 87
+        | 92 | 93 | 98 | 101 | 104 | 108 | 111 | 114 | 116 | 117 => vec![i(0), o(0)],
+        // RELU6, SPLIT (its axis), READ_VARIABLE (the handle).
+        21 | 49 | READ_VARIABLE => vec![i(0)],
+        ASSIGN_VARIABLE => vec![i(1)],
+        // SPLIT_V: its axis.
+        102 => vec![i(2)],
+        // The comparisons: both inputs.
+        58 | 61 | 62 | 63 | 71 | 72 => vec![i(0), i(1)],
+        // CONCATENATION: the first input and the output, then every input;
+        // in 2023 the output again and, for int8, every input once more.
+        2 if tflm == Generation::Tflm2023 => {
+            let again = if kind(i(0)) == Some(INT8) { every_input_from(0) } else { vec![] };
+            [vec![i(0), o(0)], every_input_from(0), vec![o(0)], again].concat()
+        }
+        2 => [vec![i(0), o(0)], every_input_from(0)].concat(),
+        // CONV_2D, DEPTHWISE_CONV_2D: the output, input and filter (CMSIS-NN:
+        // in another order), then the input, filter, bias and output again.
+        3 | 4 => vec![o(0), i(0), i(1), i(0), i(1), i(2), o(0)],
+        9 => vec![i(0), i(1), i(2), o(0)],
+        27 => vec![i(0), i(1), i(2), i(3), i(4), o(0)],
+        28 => vec![i(0), i(0), o(0)],
+        // The reductions: input, output and axis, and again in
+        // `PrepareSimple`, where the output only for an int8 input.
+        40 | 74 | 82 | 89 | 140 => {
+            let int8 = kind(i(0)) == Some(INT8);
+            vec![i(0), o(0), i(1), i(0), i(1), if int8 { o(0) } else { None }]
+        }
+        // TRANSPOSE_CONV: the output, input and filter, then for an integer
+        // input those again with the bias.
+        67 => {
+            let again = if kind(i(2)) == Some(FLOAT32) { vec![] } else { vec![i(2), i(1), i(3), o(0)] };
+            [vec![o(0), i(2), i(1)], again].concat()
+        }
+        // ADD_N: the first input and the output, then every other input.
+        106 => [vec![i(0), o(0)], every_input_from(1)].concat(),
+        // UNIDIRECTIONAL_SEQUENCE_LSTM of 2023 (float): each given input of
+        // the first twenty, the input-to-input weights twice, the output,
+        // and with layer normalisation its four coefficients (the forget
+        // gate's twice).
+        UNIDIRECTIONAL_SEQUENCE_LSTM if tflm == Generation::Tflm2023 => {
+            let layer_norm = op.inputs.len() == 24 && i(21).is_some();
+            let mut taken = vec![if op.inputs.len() == 24 { i(21) } else { None }, i(0), i(4), i(8)];
+            taken.extend((1..=3).chain(5..=7).chain(9..=17).map(i));
+            if layer_norm {
+                taken.extend((20..=23).map(i));
+            }
+            taken.extend([o(0), i(18), i(19), i(1)]);
+            taken
+        }
+        // Today's: each of its 24 inputs given, and the output.
+        UNIDIRECTIONAL_SEQUENCE_LSTM => [(0..24).map(i).collect(), vec![o(0)]].concat(),
+        8 | 55 | 56 | 57 | 59 | 77 | 79 | 83 | 84 | 86 | 88 | VAR_HANDLE => vec![],
+        _ => return None,
+    };
+    Some(taken.into_iter().flatten().collect())
+}
+
+/// The least arena today's allocator accepts for a model of `tensors`
+/// tensors whose tail is `tail`, planned into a head of `head` bytes from
+/// `planned` buffers with `planner`: the highest of what stays (head and
+/// tail) and of what it borrows beside the tail standing then, with nothing
+/// handed out over memory still held: each kernel's `Prepare` (its
+/// temporaries above the head of scratch-buffer requests), the planner's
+/// `AllocationInfo` array (which the variables, allocated while it is
+/// held, must clear in today's TFLM) and the greedy planner's arrays in
+/// what remains, 16-byte aligned.
+pub fn least_arena(tail: &Prediction, tensors: usize, planned: usize, head: usize, planner: Planner) -> LeastArena {
+    let b = &tail.borrowing;
+    let requests = SCRATCH_REQUEST.bytes * (b.requests + REQUESTS_AHEAD);
+    // One subgraph's offset into the entries, then the entries.
+    let entries = ALLOCATION_INFO.bytes * (tensors + b.requests);
+    let info_end = requests + 4 + entries;
+    let planner_bytes = match planner {
+        Planner::Greedy | Planner::Offline => GREEDY_BYTES_PER_BUFFER * planned,
+        Planner::Linear => 0,
+    };
+    let (info_aligned, tail_aligned) =
+        (info_end.next_multiple_of(BUFFER_ALIGNMENT), b.planning_tail.next_multiple_of(BUFFER_ALIGNMENT));
+    let planning = format!(
+        "planning: {requests} B of scratch-buffer requests, 4 B of subgraph offsets and {entries} B of \
+         AllocationInfo ({info_aligned} B aligned), then {planner_bytes} B of the planner's arrays, beside a {}-byte \
+         tail ({tail_aligned} B aligned)",
+        b.planning_tail
+    );
+    let mut candidates = vec![
+        (head + tail.bytes, format!("what stays: a {head}-byte head and a {}-byte tail", tail.bytes)),
+        (info_aligned + planner_bytes + tail_aligned, planning),
+    ];
+    if let Some(p) = b.prepare {
+        candidates.push((
+            p.bytes(),
+            format!(
+                "the Prepare of operator {}: {} B of scratch-buffer requests and {} B of temporary tensors, beside a \
+                 {}-byte tail",
+                p.step, p.requests_head, p.temporaries, p.tail
+            ),
+        ));
+    }
+    // The first of the highest: what stays, where it ties.
+    let (bytes, set_by) = candidates.into_iter().rev().max_by_key(|(bytes, _)| *bytes).expect("candidates");
+    LeastArena { bytes: bytes.next_multiple_of(BUFFER_ALIGNMENT), set_by }
 }
 
 /// Output channels of a filter: its dimension `dim`.

@@ -29,6 +29,14 @@ const fn private(source: &'static str, cxx: &'static str, bytes: usize, align: u
     Layout { cxx, bytes, align, private_to: Some(source) }
 }
 
+/// The least arena `AllocateTensors` accepts, in the 16-byte steps hilmem's
+/// arena sizes come in, and what sets it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LeastArena {
+    pub bytes: usize,
+    pub set_by: String,
+}
+
 /// The tail as it grows down from the arena's end (which hilmem keeps
 /// 16-byte aligned, so alignment relative to the end is absolute).
 #[derive(Default, Clone, Copy)]

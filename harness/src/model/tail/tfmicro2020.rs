@@ -10,7 +10,7 @@
 //! per tensor below the tail and its planner's working arrays above the head,
 //! so the least arena it accepts can exceed head plus tail ([`minimum_arena`]).
 
-use super::{layout, Layout, Tail};
+use super::{layout, Layout, LeastArena, Tail};
 use crate::model::planner::BUFFER_ALIGNMENT;
 use crate::model::tflite::{Model, ReadError, INT8};
 
@@ -90,11 +90,23 @@ pub struct Prediction {
 /// and the number of buffers it plans: the larger of what stays (head and
 /// tail) and what planning borrows, rounded up to the 16 bytes hilmem's
 /// arena sizes come in.
-pub fn minimum_arena(tail: &Prediction, head: usize, planned: usize) -> usize {
+pub fn minimum_arena(tail: &Prediction, head: usize, planned: usize) -> LeastArena {
     let mut planning = Tail(tail.before_variables);
     planning.place(ALLOCATION_INFO, tail.allocation_infos);
-    let borrowed = planning.0 + PLANNER_BYTES_PER_BUFFER * planned;
-    borrowed.max(head + tail.bytes).next_multiple_of(BUFFER_ALIGNMENT)
+    let planner = PLANNER_BYTES_PER_BUFFER * planned;
+    let (bytes, set_by) = if planning.0 + planner > head + tail.bytes {
+        let infos = planning.0 - tail.before_variables;
+        (
+            planning.0 + planner,
+            format!(
+                "planning: {infos} B of AllocationInfo and {planner} B of the planner's arrays, beside a {}-byte tail",
+                tail.before_variables
+            ),
+        )
+    } else {
+        (head + tail.bytes, format!("what stays: a {head}-byte head and a {}-byte tail", tail.bytes))
+    };
+    LeastArena { bytes: bytes.next_multiple_of(BUFFER_ALIGNMENT), set_by }
 }
 
 /// The persistent tail TFLM allocates for `model`'s first subgraph.

@@ -121,22 +121,34 @@ impl Default for RunOptions {
     }
 }
 
-/// Deploys `elf` on the board and starts it, behind a noisy link when the
-/// options ask for one.
-pub fn start(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<dyn Target>, RunnerError> {
-    let target = start_target(board, elf, options)?;
+/// Deploys `elf` on the board and starts it (a QEMU board at `icount_shift`,
+/// if any), behind a noisy link when the options ask for one.
+pub fn start(
+    board: &Board,
+    elf: &Path,
+    options: &RunOptions,
+    icount_shift: Option<u8>,
+) -> Result<Box<dyn Target>, RunnerError> {
+    let target = start_target(board, elf, options, icount_shift)?;
     Ok(match options.noise {
         Some(noise) => Box::new(noise::Noisy::new(target, noise)),
         None => target,
     })
 }
 
-fn start_target(board: &Board, elf: &Path, options: &RunOptions) -> Result<Box<dyn Target>, RunnerError> {
+fn start_target(
+    board: &Board,
+    elf: &Path,
+    options: &RunOptions,
+    icount_shift: Option<u8>,
+) -> Result<Box<dyn Target>, RunnerError> {
     match (&board.runner, &board.transport) {
-        (Runner::Qemu { .. }, Transport::Pty) => Ok(Box::new(pty::QemuPty::start(&qemu_args(board, elf))?)),
+        (Runner::Qemu { .. }, Transport::Pty) => {
+            Ok(Box::new(pty::QemuPty::start(&qemu_args(board, elf, icount_shift))?))
+        }
         (Runner::Qemu { .. }, _) => {
             let mut command = Command::new(QEMU);
-            command.args(qemu_args(board, elf)).args(STDIO_UART);
+            command.args(qemu_args(board, elf, icount_shift)).args(STDIO_UART);
             Ok(Box::new(child::Stdio::start(command, QEMU, QEMU_HINT)?))
         }
         (Runner::Host, _) => Ok(Box::new(child::Stdio::start(Command::new(elf), &elf.display().to_string(), "")?)),
@@ -161,15 +173,18 @@ pub fn probe_selector(profile: Option<&str>, options: &RunOptions) -> Result<Opt
 pub const STDIO_UART: [&str; 4] = ["-monitor", "none", "-serial", "stdio"];
 
 /// QEMU's arguments for running `elf` on a QEMU board, less the UART's.
-pub fn qemu_args(board: &Board, elf: &Path) -> Vec<String> {
-    let Runner::Qemu { machine, icount_shift } = &board.runner else {
+/// With `icount_shift`, the board's time is the instructions it executed,
+/// 2^shift ns each, also while it sleeps (`sleep=off`: a `wfi` skips to the
+/// next timer), so interrupts land on the same instruction every run.
+pub fn qemu_args(board: &Board, elf: &Path, icount_shift: Option<u8>) -> Vec<String> {
+    let Runner::Qemu { machine, .. } = &board.runner else {
         panic!("board {} is not a QEMU board", board.name);
     };
     let mut args: Vec<String> =
         ["-machine", machine, "-cpu", board.cpu.name, "-display", "none"].into_iter().map(String::from).collect();
     args.extend(["-semihosting-config".into(), "enable=on,target=native".into()]);
     if let Some(shift) = icount_shift {
-        args.extend(["-icount".into(), format!("shift={shift}")]);
+        args.extend(["-icount".into(), format!("shift={shift},sleep=off")]);
     }
     args.extend(["-kernel".into(), elf.display().to_string()]);
     args

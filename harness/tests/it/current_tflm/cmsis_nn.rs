@@ -13,24 +13,31 @@ use std::time::SystemTime;
 use harness::model::tree::{cpu_flags, cpu_flags_in_makefile};
 use harness::run::measurement::{metric, Measurement, BUILD, SINGLE_FRAME};
 use harness::run::{self, Options};
-use harness::spec::models;
 use harness::spec::runtime::{Generation, Kernels, Runtime, BUNDLED};
+use harness::spec::{fit, models};
 use harness::target::footprint::CMSIS_NN;
 
-use super::current_tflm;
+use super::{build_of, current_tflm, with_arenas};
 use crate::support::{board, ran, ws};
 
 /// The emulated Cortex-M boards: one core of each CMSIS-NN code path (the
 /// M3 has neither DSP nor MVE, the M4 and M7 have DSP, the M55 MVE).
 const CORES: [&str; 4] = ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m55"];
 
+///
+/// Each with `arena_bytes = "auto"`: the least arena the analyzer predicts
+/// for the core's CMSIS-NN code path plus the board's margin; the firmware
+/// finds that same least arena.
 #[test]
 fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
     let runtime = current_tflm();
     let models_file = ws().root().join("firmware/models/current/hil.toml");
     let file = models::load(&models_file).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let auto = dir.path().join("hil.toml");
+    std::fs::write(&auto, with_arenas(&models_file, |_| vec![(String::new(), "\"auto\"".into())])).unwrap();
     let mut options = Options::new(&ws(), CORES.map(String::from).to_vec());
-    options.models_file = models_file;
+    options.models_file = auto;
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = runtime.dir().map(|d| d.display().to_string());
     options.kernels = Some(Kernels::CmsisNn);
@@ -55,6 +62,11 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
         // core's CMSIS-NN code path.
         let prediction = record.arena_prediction.unwrap_or_else(|| panic!("{what}: {:?}", record.notes));
         assert_eq!(prediction.difference(), 0, "{what}: predicted {prediction:?}");
+        // So it does the least arena, which "auto" sized the arena from.
+        let predicted = build_of(&results, record).metrics[metric::PREDICTED_LEAST_ARENA_BYTES];
+        assert_eq!(m[metric::LEAST_ARENA_BYTES], predicted, "{what}: found, predicted");
+        let margin = board(&record.board).budget.safety_margin_percent;
+        assert_eq!(m[metric::ARENA_CAPACITY_BYTES] as usize, fit::with_margin(predicted as usize, margin), "{what}");
     }
     // What a firmware built with TFLM's own Makefile from tflite-micro
     // 90b983c (`TARGET=cortex_m_generic OPTIMIZED_KERNEL_DIR=cmsis_nn`,
@@ -91,6 +103,28 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
         assert_eq!(links(library, "micro_interpreter"), [2], "{}", library.display());
         assert_eq!(links(library, "micro_profiler"), [1], "{}", library.display());
     }
+}
+
+/// TFLM's keyword-spotting benchmark model with CMSIS-NN on the Cortex-M55
+/// uses 15,012 bytes of its arena, yet a 16 KiB arena is refused: planning
+/// borrows more. The firmware finds the least arena above 16 KiB, where
+/// the analyzer predicts it.
+#[test]
+fn keyword_scrambled_needs_more_than_16_kib_on_the_m55_as_predicted() {
+    let runtime = current_tflm();
+    let mut options = Options::new(&ws(), vec!["qemu-m55".into()]);
+    options.models_file = ws().root().join("firmware/models/tflm/hil.toml");
+    options.models = vec!["keyword_scrambled".into()];
+    options.scenarios = vec![SINGLE_FRAME.into()];
+    options.tflm = runtime.dir().map(|d| d.display().to_string());
+    options.kernels = Some(Kernels::CmsisNn);
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert!(results.failed.is_empty(), "{:#?}", results.failed);
+    let record = ran(&results).next().unwrap();
+    let m = &record.metrics;
+    assert_eq!(m[metric::ARENA_USED_BYTES], 15_012);
+    assert!(m[metric::LEAST_ARENA_BYTES] > 16_384, "{m:?}");
+    assert_eq!(m[metric::LEAST_ARENA_BYTES], build_of(&results, record).metrics[metric::PREDICTED_LEAST_ARENA_BYTES]);
 }
 
 /// Where CMSIS-NN cannot be built, the model is refused before anything is

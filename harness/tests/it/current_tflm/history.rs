@@ -86,10 +86,17 @@ fn every_tree_of_tflms_history_builds_and_runs() {
                 assert_eq!(m[metric::ARENA_HEAD_BYTES] + m[metric::ARENA_TAIL_BYTES], m[metric::ARENA_USED_BYTES]);
                 // On the Cortex-M7, a tree of today's allocator is predicted
                 // exactly; one of the years between is not, and says why.
+                // Every generation's least arena is found, on either board;
+                // it is predicted where the arena is.
+                let least = m[metric::LEAST_ARENA_BYTES];
+                assert!(least >= m[metric::ARENA_USED_BYTES], "{} {}: {m:?}", tree.display(), record.model);
                 if record.board == DEFAULT_BOARD {
                     match runtime.generation() {
                         tflm if tflm.todays_allocator() => {
-                            assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{}", record.model)
+                            assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{}", record.model);
+                            let predicted =
+                                super::build_of(&results, record).metrics[metric::PREDICTED_LEAST_ARENA_BYTES];
+                            assert_eq!(least, predicted, "{} {}: least found, predicted", tree.display(), record.model);
                         }
                         _ => {
                             assert!(record.arena_prediction.is_none());

@@ -8,7 +8,7 @@ use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
-use harness::run::measurement::{metric, Measurement, MULTI_MODEL, SINGLE_FRAME};
+use harness::run::measurement::{metric, Measurement, MULTI_MODEL, SHARED_PREEMPTION, SINGLE_FRAME};
 use harness::run::{self, Options};
 use harness::spec::board::DEFAULT_BOARD;
 use harness::spec::runtime::Generation;
@@ -95,4 +95,63 @@ fn a_resident_pair_shares_an_arena_for_less_than_two() {
     assert_eq!(predicted.separate_parts, [15168, 816]);
     assert_eq!(shared_parts, [15168, 640]);
     assert!(predicted.shared_bytes.unwrap() < predicted.separate_bytes);
+}
+
+/// hello_world infers from an interrupt every 2 ms over magic_wand: in
+/// arenas of their own both answer right, and the interrupt's inferences
+/// land in magic_wand's; a set declaring it with a shared arena is refused
+/// before anything is built, and the shared set whose last model is made to
+/// infer from an interrupt anyway (the self-test) ends naming both models.
+#[test]
+fn a_model_inferring_from_an_interrupt_needs_an_arena_of_its_own() {
+    let runtime = current_tflm();
+    let dir = tempfile::tempdir().unwrap();
+    let models = ws().root().join("firmware/models");
+    let toml = |sets: &str| {
+        format!(
+            "[tflm]\npath = \"{tflm}\"\n\
+             [[model]]\nname = \"hello_world\"\nfile = \"{m}/hello_world.tflite\"\narena_bytes = 4096\n\
+             [[model.input]]\nname = \"x\"\nvalues = [1.5707964]\nexpect_value = 1.0\ntolerance = 0.1\n\
+             [[model]]\nname = \"magic_wand\"\nfile = \"{m}/magic_wand.tflite\"\narena_bytes = 65536\n\
+             [[model.input]]\nname = \"ring\"\nfile = \"{m}/ring_micro_f9643d42_nohash_4.data\"\nformat = \"f32-be\"\nexpect_class = 1\n{sets}",
+            tflm = runtime.dir().unwrap().display(),
+            m = models.display(),
+        )
+    };
+    let run_with = |sets: &str, scenario: &str| {
+        let file = dir.path().join("hil.toml");
+        std::fs::write(&file, toml(sets)).unwrap();
+        let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+        options.models_file = file;
+        options.scenarios = vec![scenario.into()];
+        run::run(&ws(), &options, &|_| {})
+    };
+    let preempting = "[[set]]\nname = \"pair\"\nmodels = [\"magic_wand\", \"hello_world\"]\narena = \"separate\"\n\
+                      interrupt = { model = \"hello_world\", every_ms = 2 }\n";
+    let results = run_with(preempting, MULTI_MODEL).unwrap();
+    assert!(results.failed.is_empty(), "{:?}", results.failed);
+    let pair = ran(&results).find(|r| r.model == "pair").unwrap();
+    assert!(pair.passed(), "{:?}", pair.checks);
+    let m = &pair.metrics;
+    assert!(m[metric::INTERRUPT_INFERENCES] > 0 && m[metric::PREEMPTIONS] > 0, "{m:?}");
+    assert!(m[metric::PREEMPTIONS] <= m[metric::INTERRUPT_INFERENCES]);
+    // The interrupt's inference runs on the handlers' stack.
+    assert!(m[metric::INTERRUPT_STACK_PEAK_BYTES] > 1024, "{m:?}");
+
+    let shared = preempting.replace("arena = \"separate\"", "arena = \"shared\"\narena_bytes = 65536");
+    let err = run_with(&shared, MULTI_MODEL).unwrap_err().to_string();
+    assert!(err.contains("`hello_world` infers from an interrupt over `magic_wand`, and the set shares one arena"));
+
+    let shared = "[[set]]\nname = \"pair\"\nmodels = [\"magic_wand\", \"hello_world\"]\narena = \"shared\"\n\
+                  arena_bytes = 65536\n";
+    let results = run_with(shared, SHARED_PREEMPTION).unwrap();
+    let [failed] = &results.failed[..] else { panic!("{:#?}", results.failed) };
+    assert!(
+        failed.error.contains(
+            "`hello_world` began an inference from an interrupt while `magic_wand` was inferring in their shared \
+             arena (stage `arena`"
+        ),
+        "{}",
+        failed.error
+    );
 }
