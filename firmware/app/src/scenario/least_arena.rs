@@ -14,8 +14,8 @@ use crate::tflm;
 /// corrupts, where the tree allows: [`tflm::probe`]) with TFLM's messages
 /// dropped; then one inference of `data` (its input `name`) at that size
 /// must answer as in the whole arena (where the inference is refused
-/// memory of its own, the least arena grows until it is not). With only the arena: the scenario's
-/// figures stay its own. None in the images that leave it out: the
+/// memory of its own, the least arena grows until it is not). With only
+/// the arena: the scenario's figures stay its own. None in the images that leave it out: the
 /// recording image, whose allocator is larger, and the one that weighs the
 /// search.
 #[inline(never)]

@@ -235,14 +235,16 @@ pub fn run(mut rig: Rig, frames: u32, selftest_shared: bool) -> i32 {
     if let Some(figures) = interrupt_figures {
         report(&figures);
     }
-    for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
+    // Each model's own figures, named after it.
+    let of_resident = |name: &str, figure: &str, value: i64| {
         let mut metric = Text::<96>::new();
-        let _ = write!(metric, "{name}_arena_used_bytes");
-        send(Frame::Metric { name: metric.as_str(), value: used[slot].into() });
+        let _ = write!(metric, "{name}_{figure}");
+        send(Frame::Metric { name: metric.as_str(), value });
+    };
+    for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
+        of_resident(name, "arena_used_bytes", used[slot].into());
         if let Some(least) = least[slot] {
-            let mut metric = Text::<96>::new();
-            let _ = write!(metric, "{name}_least_arena_bytes");
-            send(Frame::Metric { name: metric.as_str(), value: least.into() });
+            of_resident(name, "least_arena_bytes", least.into());
         }
     }
     for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
