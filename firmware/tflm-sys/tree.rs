@@ -11,8 +11,8 @@
 
 /// The allocator models hilmem's analyzer has: the TFLM of the 2020 archive,
 /// and today's (an allocator that takes its memory planner, allocates from a
-/// `SingleArenaBufferAllocator` and can say how much of the tail its own
-/// objects take), before and after the interpreter handed out evaluation
+/// `SingleArenaBufferAllocator` created without an `ErrorReporter` and can
+/// say how much of the tail its own objects take), before and after the interpreter handed out evaluation
 /// tensors. A tree of the years between the two builds and runs; the
 /// analyzer does not predict its arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,7 +21,8 @@ pub enum Generation {
     /// `kernels/all_ops_resolver.h`, an allocator that owns its planner.
     Tfmicro2020,
     /// Neither: a tree from the years between (an allocator over a
-    /// `SimpleMemoryAllocator`, without `GetDefaultTailUsage`).
+    /// `SimpleMemoryAllocator`, or created with an `ErrorReporter` as until
+    /// 2022-08, or without `GetDefaultTailUsage`).
     Between,
     /// Today's allocator, with an interpreter that hands out no tensor by
     /// index (no `GetTensor`): TFLM from late 2022 to mid 2023, its kernels
@@ -476,7 +477,8 @@ impl Api {
 
     /// The analyzer's model for a tree of this API.
     fn generation(&self, root: &Path) -> Generation {
-        let todays_arena = self.arena.as_ref().is_some_and(|a| a.class == "SingleArenaBufferAllocator");
+        let todays_arena =
+            self.arena.as_ref().is_some_and(|a| a.class == "SingleArenaBufferAllocator" && !a.create_with_reporter);
         if root.join("tensorflow/lite/micro/kernels/all_ops_resolver.h").is_file() {
             Generation::Tfmicro2020
         } else if self.planner_given && self.default_tail_usage && todays_arena {
