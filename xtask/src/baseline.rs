@@ -101,7 +101,7 @@ pub fn run(args: Args) -> Result<i32> {
             let history = baseline::history(&dir, &board, &model, metric.as_deref())?;
             println!("{}", report::history(&history.rows));
             for skipped in &history.unreadable {
-                eprintln!("skipped a version in an older format: {skipped}");
+                eprintln!("skipped a version that cannot be read: {skipped}");
             }
         }
         Command::Approve { board, model, scenario, all, commit } => {

@@ -382,23 +382,36 @@ fn the_report_page_shows_the_run_in_a_browser() {
     std::fs::copy(&page, kept.join("report.html")).unwrap();
 }
 
-/// A version of a baseline file from before a change of its layout is left
-/// out of the history, and said to be.
+/// Every layout a baseline file has had keeps its points in the history
+/// (each earlier one as this repository committed it, then today's); a
+/// version that cannot be read is left out and named.
 #[test]
-fn history_skips_and_names_versions_in_an_older_format() {
+fn history_keeps_every_earlier_layout_and_names_an_unreadable_version() {
     let repo = Repo::new(1472);
-    let current = std::fs::read_to_string(repo.file()).unwrap();
-    let old: String = current.lines().filter(|l| !l.starts_with("rustc")).map(|l| format!("{l}\n")).collect();
-    assert_ne!(old, current);
-    std::fs::write(repo.file(), old).unwrap();
-    repo.commit_all("an older layout");
+    let layouts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/src/verdict/baseline_formats");
+    let mut earlier: Vec<PathBuf> = std::fs::read_dir(&layouts).unwrap().map(|e| e.unwrap().path()).collect();
+    earlier.sort();
+    assert_eq!(earlier.len(), 4, "{}", layouts.display());
+    for (i, file) in earlier.iter().enumerate() {
+        let text = std::fs::read_to_string(file).unwrap();
+        let single_frame = text.split("[scenario.single-frame]").nth(1).unwrap();
+        assert!(single_frame.contains("arena_used_bytes = 1472\n"), "{}", file.display());
+        let text = text.replace("arena_used_bytes = 1472\n", &format!("arena_used_bytes = {}\n", 1401 + i));
+        std::fs::write(repo.file(), text).unwrap();
+        repo.commit_all(&format!("layout {}", file.display()));
+    }
+    std::fs::write(repo.file(), "[meta\nnot a baseline").unwrap();
+    repo.commit_all("a broken version");
     repo.write_baseline(1488);
-    repo.commit_all("back to the current layout");
+    repo.commit_all("today's layout");
     let out =
         repo.baseline(&["history", "--board", "qemu-m7", "--model", "hello_world", "--metric", "arena_used_bytes"]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("1472") && stdout.contains("1488"), "{stdout}");
+    for value in ["1472", "1401", "1402", "1403", "1404", "1488"] {
+        assert!(stdout.contains(value), "{value}: {stdout}");
+    }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("skipped a version in an older format") && stderr.contains("rustc"), "{stderr}");
+    assert_eq!(stderr.matches("skipped a version that cannot be read").count(), 1, "{stderr}");
+    assert!(stderr.contains("hello_world.toml@"), "{stderr}");
 }

@@ -107,7 +107,7 @@ pub fn gather(
     }
     if !unreadable.is_empty() {
         notes.push(format!(
-            "versions of these baseline files are in an older format this hilmem does not read, and their trends leave them out: {}",
+            "versions of these baseline files cannot be read (`cargo xtask baseline history` names why), and their trends leave them out: {}",
             unreadable.join(", ")
         ));
     }

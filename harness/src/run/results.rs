@@ -134,11 +134,9 @@ pub struct Meta {
     pub model_sha256: String,
     /// The TFLM source the firmware was built from.
     pub tflm: String,
-    /// Its generation: `2020`, `between` or `current`.
-    #[serde(default = "tfmicro2020")]
+    /// Its generation: `2020`, `between`, `2023` or `current`.
     pub tflm_generation: String,
     /// Its kernels: `reference` or `cmsis-nn`.
-    #[serde(default = "reference")]
     pub kernels: String,
     /// The Rust compiler that built it.
     pub rustc: String,

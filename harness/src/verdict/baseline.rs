@@ -1,6 +1,7 @@
 //! Approved figures in git: `baselines/<board>/<model>.toml` (memory figures
 //! per scenario, with metadata), read from the work tree or from any
-//! revision, listed, and followed through history.
+//! revision, in any layout hilmem has written ([`MIGRATIONS`]), listed, and
+//! followed through history.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,9 +86,45 @@ impl Source {
     }
 }
 
-/// Parses a baseline file and checks it sits where its metadata says.
+/// A change of the baseline file's layout: the `[meta]` key it added, and
+/// what a file written before it says there (what was true of every image
+/// then).
+pub struct Migration {
+    pub key: &'static str,
+    pub value: &'static str,
+    /// Why that value is the truth for an earlier file.
+    pub because: &'static str,
+}
+
+/// Every change of the layout, oldest first. The `[footprint]` table came
+/// between the second and the third and needs none: a file without one
+/// kept no footprint. Figures were never renamed or split.
+pub const MIGRATIONS: [Migration; 3] = [
+    Migration { key: "rustc", value: "not recorded", because: "files before it did not name the compiler" },
+    Migration { key: "tflm_generation", value: "2020", because: "the bundled 2020 TFLM was the only one built" },
+    Migration { key: "kernels", value: "reference", because: "CMSIS-NN came with the key" },
+];
+
+/// `text` in today's layout: each key of [`MIGRATIONS`] its `[meta]` lacks
+/// added with the value it had then. Text that is not a TOML table with a
+/// `[meta]` table is left as it is, for the parser to name what is wrong.
+fn migrated(text: &str) -> std::borrow::Cow<'_, str> {
+    let Ok(mut file) = text.parse::<toml::Table>() else { return text.into() };
+    let Some(toml::Value::Table(meta)) = file.get_mut("meta") else { return text.into() };
+    let lacking: Vec<&Migration> = MIGRATIONS.iter().filter(|m| !meta.contains_key(m.key)).collect();
+    if lacking.is_empty() {
+        return text.into();
+    }
+    for m in lacking {
+        meta.insert(m.key.to_owned(), m.value.into());
+    }
+    toml::to_string(&file).expect("a TOML table serializes").into()
+}
+
+/// Parses a baseline file of any layout ([`MIGRATIONS`]) and checks it sits
+/// where its metadata says.
 pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<BaselineFile, BaselineError> {
-    let baseline: BaselineFile = strict_toml::parse(file, text)?;
+    let baseline: BaselineFile = strict_toml::parse(file, &migrated(text))?;
     for (key, found, expected) in [("board", &baseline.meta.board, board), ("model", &baseline.meta.model, model)] {
         if found != expected {
             return Err(BaselineError::Misplaced {
@@ -166,8 +203,8 @@ pub fn list(source: &Source) -> Result<Vec<(String, String)>, BaselineError> {
 pub struct History {
     /// Oldest first: (commit, scenario, metric, value).
     pub rows: Vec<(gitrepo::Version, String, String, i64)>,
-    /// Versions in a format this hilmem does not read (from before a
-    /// change of the file's layout), with why.
+    /// Versions that cannot be read (not TOML, a figure that is not a
+    /// number), with why.
     pub unreadable: Vec<BaselineError>,
 }
 
@@ -244,5 +281,60 @@ mod tests {
         assert!(parse(Path::new("b.toml"), cut, "qemu-m7", "hello_world").is_err());
         let err = parse(Path::new("b.toml"), &text, "qemu-m4", "hello_world").unwrap_err();
         assert!(err.to_string().contains("key `meta.board` says `qemu-m7`"), "{err}");
+    }
+
+    /// qemu-m7/hello_world.toml as this repository committed it in each
+    /// earlier layout (the commit is in the file's name), and the keys of
+    /// [`MIGRATIONS`] each lacks.
+    const EARLIER: [(&str, &str, &[&str]); 4] = [
+        ("1-a3899d3", include_str!("baseline_formats/1-a3899d3.toml"), &["rustc", "tflm_generation", "kernels"]),
+        ("2-fd71728", include_str!("baseline_formats/2-fd71728.toml"), &["tflm_generation", "kernels"]),
+        ("3-9d0707d", include_str!("baseline_formats/3-9d0707d.toml"), &["kernels"]),
+        ("4-5cddd0e", include_str!("baseline_formats/4-5cddd0e.toml"), &["kernels"]),
+    ];
+
+    #[test]
+    fn every_earlier_layout_is_read_with_its_figures_and_what_was_true_then() {
+        for (name, text, lacking) in EARLIER {
+            let raw: toml::Table = text.parse().unwrap();
+            let meta = raw["meta"].as_table().unwrap();
+            assert_eq!(MIGRATIONS.iter().filter(|m| !meta.contains_key(m.key)).count(), lacking.len(), "{name}");
+            let file = parse(Path::new(name), text, "qemu-m7", "hello_world").unwrap_or_else(|e| panic!("{e}"));
+            // Every figure as the file holds it, none added or lost.
+            let figures: BTreeMap<String, BTreeMap<String, i64>> = raw["scenario"].clone().try_into().unwrap();
+            assert_eq!(file.scenario, figures, "{name}");
+            assert!(file.scenario["single-frame"].contains_key("arena_used_bytes"), "{name}");
+            assert_eq!(file.footprint.is_some(), raw.contains_key("footprint"), "{name}");
+            // The keys it had are kept; those it lacked say what was true.
+            let m = &file.meta;
+            assert_eq!((m.board.as_str(), m.model.as_str(), m.arena_bytes), ("qemu-m7", "hello_world", 3072));
+            assert_eq!(m.approved_at, raw["meta"]["approved_at"].as_integer().unwrap() as u64, "{name}");
+            let keys = [("rustc", &m.rustc), ("tflm_generation", &m.tflm_generation), ("kernels", &m.kernels)];
+            for (key, value) in keys {
+                let expected = match lacking.contains(&key) {
+                    true => MIGRATIONS.iter().find(|m| m.key == key).unwrap().value,
+                    false => meta[key].as_str().unwrap(),
+                };
+                assert_eq!(value, expected, "{name}: meta.{key}");
+            }
+        }
+        assert_eq!(
+            MIGRATIONS.map(|m| (m.key, m.value)),
+            [("rustc", "not recorded"), ("tflm_generation", "2020"), ("kernels", "reference")]
+        );
+    }
+
+    #[test]
+    fn a_file_of_todays_layout_and_a_broken_one_are_not_rewritten() {
+        let text = sample().to_toml();
+        assert!(matches!(migrated(&text), std::borrow::Cow::Borrowed(_)));
+        for broken in ["[meta\nboard = 1", "meta = 3", "[scenario.x]\ny = 1"] {
+            assert!(matches!(migrated(broken), std::borrow::Cow::Borrowed(_)), "{broken}");
+        }
+        // A broken file is still refused naming what is wrong, after the
+        // migrations.
+        let old = EARLIER[0].1.replace("arena_used_bytes = 1472", "arena_used_bytes = \"x\"");
+        let err = parse(Path::new("old.toml"), &old, "qemu-m7", "hello_world").unwrap_err().to_string();
+        assert!(err.contains("arena_used_bytes"), "{err}");
     }
 }
