@@ -303,6 +303,9 @@ fn the_report_page_shows_the_run_in_a_browser() {
     assert_eq!(out.status.code(), Some(1), "a regression: {}", text(&out));
     let page = o.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();
+    // It opens with the verdict.
+    let opening = html.split("<h1>hilmem memory report</h1>\n").nth(1).unwrap();
+    assert!(opening.starts_with("<p class=\"verdict regressed\">REGRESSED: 1 figure above"), "{opening}");
     // It names no path of this machine (the checkout, the run's baselines,
     // the home directory, cargo's registry) and fetches nothing.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -358,6 +361,12 @@ fn the_report_page_shows_the_run_in_a_browser() {
     let trend = &trend[..trend.find("</figure>").unwrap()];
     assert!(trend.contains("single-frame: 1472 at ") && trend.contains("single-frame: 1400 at "), "{trend}");
     assert!(trend.contains("class=\"current regressed\"") && trend.contains(">REGRESSED</text>"), "{trend}");
+    // The figures that did not move have no chart: they are folded per board.
+    assert_eq!(dom.matches("<figure class=\"trend").count(), 1, "only the figure that moved has its trend");
+    assert_eq!(dom.matches("<details class=\"unchanged\"><summary>qemu-m7: ").count(), 1);
+    let folded = &dom[dom.find("<details class=\"unchanged\">").unwrap()..];
+    let folded = &folded[..folded.find("</details>").unwrap()];
+    assert!(folded.contains("<li>hello_world: ") && folded.contains("stack_peak_bytes"), "{folded}");
 
     // `cargo xtask report` makes the same page from the saved run; without
     // one it says what to do.

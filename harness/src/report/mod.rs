@@ -256,6 +256,29 @@ pub fn runtime_changes(c: &Comparison) -> Vec<String> {
 }
 
 /// The one-line summary of a comparison.
+/// The run's verdict in one line, as every report opens: runs that
+/// produced no measurement, else regressions and failed checks, else that
+/// it passed and what moved. Its first word (FAILED, REGRESSED, PASSED) is
+/// the page's class for it.
+pub fn verdict_line(results: &Results, c: &Comparison) -> String {
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let failed_checks = results.records.iter().map(|r| r.checks.iter().filter(|c| !c.passed).count()).sum();
+    let regressed = c.count(Verdict::Regressed);
+    let moved = c.rows.len() - c.count(Verdict::Unchanged);
+    if !results.failed.is_empty() {
+        let runs = plural(results.failed.len(), "run", "runs");
+        format!("FAILED: {runs} produced no measurement")
+    } else if regressed + failed_checks > 0 {
+        let figures = plural(regressed, "figure", "figures");
+        let checks = plural(failed_checks, "check", "checks");
+        format!("REGRESSED: {figures} above the baseline's tolerance, {checks} failed")
+    } else if moved == 0 {
+        format!("PASSED: nothing moved ({} figures equal their baselines)", c.rows.len())
+    } else {
+        format!("PASSED: {} moved, none regressed", plural(moved, "figure", "figures"))
+    }
+}
+
 pub fn comparison_summary(c: &Comparison) -> String {
     let counts: Vec<String> = [
         Verdict::Regressed,
@@ -317,7 +340,7 @@ pub fn approval_message(diff: &[Row], approver: &str) -> String {
 
 /// The comparison and the run's failures as Markdown.
 pub fn markdown(results: &Results, c: &Comparison) -> String {
-    let mut out = String::from("## hilmem memory report\n\n");
+    let mut out = format!("## hilmem memory report\n\n**{}**\n\n", verdict_line(results, c));
     for line in runtime_changes(c) {
         out.push_str(&format!("**{line}**\n\n"));
     }
@@ -822,6 +845,8 @@ pub fn operator_coverage(bundled: &Operators, current: &Operators) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::measurement::Check;
+    use crate::run::results::Failed;
 
     /// A message with backticks of its own stays one code span.
     #[test]
@@ -829,5 +854,64 @@ mod tests {
         assert_eq!(code_span("plain"), "`plain`");
         assert_eq!(code_span("board `m7`: x"), "`` board `m7`: x ``");
         assert_eq!(code_span("a `` b"), "``` a `` b ```");
+    }
+
+    /// The line every report opens with: failed runs first, then
+    /// regressions and failed checks, else what moved.
+    #[test]
+    fn the_verdict_says_the_worst_first_and_counts() {
+        let row = |verdict: Verdict| Row {
+            board: "qemu-m7".into(),
+            model: "m".into(),
+            scenario: "single-frame".into(),
+            metric: "arena_used_bytes".into(),
+            baseline: Some(1),
+            measured: Some(1),
+            verdict,
+            moved: Vec::new(),
+        };
+        let comparison = |verdicts: &[Verdict]| Comparison {
+            against: "work tree".into(),
+            runtime_changes: Vec::new(),
+            rows: verdicts.iter().map(|v| row(*v)).collect(),
+        };
+        let mut results = Results {
+            format: 1,
+            commit: None,
+            boards: Vec::new(),
+            images: Vec::new(),
+            records: Vec::new(),
+            failed: Vec::new(),
+        };
+        let (u, r, w, i) = (Verdict::Unchanged, Verdict::Regressed, Verdict::WithinTolerance, Verdict::Improved);
+        assert_eq!(
+            verdict_line(&results, &comparison(&[u, u])),
+            "PASSED: nothing moved (2 figures equal their baselines)"
+        );
+        assert_eq!(verdict_line(&results, &comparison(&[u, w])), "PASSED: 1 figure moved, none regressed");
+        assert_eq!(verdict_line(&results, &comparison(&[w, i, u])), "PASSED: 2 figures moved, none regressed");
+        assert_eq!(
+            verdict_line(&results, &comparison(&[r, w, u])),
+            "REGRESSED: 1 figure above the baseline's tolerance, 0 checks failed"
+        );
+        let mut record: Measurement =
+            serde_json::from_str(r#"{"board":"qemu-m7","model":"m","scenario":"stream","metrics":{},"checks":[]}"#)
+                .unwrap();
+        record.checks = ["a", "b"].map(|n| Check { name: n.into(), passed: false, detail: String::new() }).to_vec();
+        results.records.push(record);
+        assert_eq!(
+            verdict_line(&results, &comparison(&[r, r, u])),
+            "REGRESSED: 2 figures above the baseline's tolerance, 2 checks failed"
+        );
+        assert_eq!(
+            verdict_line(&results, &comparison(&[u])),
+            "REGRESSED: 0 figures above the baseline's tolerance, 2 checks failed"
+        );
+        let failed =
+            Failed { board: "qemu-m7".into(), model: "m".into(), scenario: "stream".into(), error: "x".into() };
+        results.failed = vec![failed.clone()];
+        assert_eq!(verdict_line(&results, &comparison(&[r])), "FAILED: 1 run produced no measurement");
+        results.failed.push(failed);
+        assert_eq!(verdict_line(&results, &comparison(&[u])), "FAILED: 2 runs produced no measurement");
     }
 }

@@ -14,7 +14,9 @@ use crate::model::analysis::Analysis;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tree::{Generation, Kernels};
 use crate::report::svg::{bytes, escape, Chart};
-use crate::report::{cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label};
+use crate::report::{
+    cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label, verdict_line,
+};
 use crate::run::measurement::{metric, Measurement, BUILD};
 use crate::run::results::{Image, Results};
 use crate::spec::board::{Board, Layout};
@@ -148,6 +150,8 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:2px 6px}td.n{text-align:right}
 tr.regressed td{background:#fde2e2}tr.regressed td.v{color:#b00;font-weight:bold}
 tr.improved td.v{color:#070}.summary{font-weight:bold}
+.verdict{font-size:18px;font-weight:bold;padding:6px 10px;border-radius:4px}.verdict.passed{background:#e3f4e3}
+.verdict.regressed,.verdict.failed{background:#fde2e2;color:#900}
 figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}figcaption{font-size:12px;color:#555;max-width:720px}.plan{display:inline-block;vertical-align:top;margin-right:8px}.plan p{margin:2px 0;font-size:12px}
 svg text{font:11px system-ui,sans-serif;fill:#333}svg text.tick{fill:#666;font-size:10px}
 rect.frame{fill:none;stroke:#bbb}rect.tensor{stroke:#fff;stroke-width:.5}rect.tensor:hover{stroke:#000;stroke-width:1.5}
@@ -203,13 +207,16 @@ const SEGMENTS: [(&str, &str); 12] = [
 
 pub fn render(inputs: &Inputs) -> String {
     let r = &inputs.results;
+    let verdict = verdict_line(r, &inputs.comparison);
     let mut html = String::new();
     let commit = r.commit.as_deref().map_or("no commit".to_owned(), |c| c[..c.len().min(12)].to_owned());
     let _ = write!(
         html,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>hilmem memory report ({commit})</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head><body>\n\
-         <h1>hilmem memory report</h1>\n<p>commit {commit}; boards {}; {} records, {} failed runs.</p>\n\
+         <h1>hilmem memory report</h1>\n<p class=\"verdict {}\">{}</p>\n<p>commit {commit}; boards {}; {} records, {} failed runs.</p>\n\
          <p><a href=\"#comparison\">comparison</a> · <a href=\"#layouts\">arena layouts</a> · <a href=\"#stackups\">memory stack-ups</a> · <a href=\"#footprint\">footprint</a> · <a href=\"#trends\">trends</a></p>\n",
+        verdict.split(':').next().unwrap_or_default().to_lowercase(),
+        escape(&verdict),
         escape(&r.boards.join(", ")),
         r.records.len(),
         r.failed.len()
@@ -227,7 +234,7 @@ pub fn render(inputs: &Inputs) -> String {
         stackup(&mut html, board, &r.records);
     }
     footprints(&mut html, &r.records);
-    html += "<h2 id=\"trends\">Trends</h2>\n<p>Each figure through the commits that changed its baseline file, oldest first; the last point (outlined) is this run, red when it regressed.</p>\n";
+    html += "<h2 id=\"trends\">Trends</h2>\n<p>Each figure that moved, through the commits that changed its baseline file, oldest first; the last point (outlined) is this run, red when it regressed. The figures that did not move are folded per board; <code>cargo xtask baseline history</code> shows the trend of any.</p>\n";
     trends(&mut html, inputs);
     html += "</body></html>\n";
     html
@@ -533,8 +540,17 @@ fn trends(html: &mut String, inputs: &Inputs) {
                 && r.verdict == Verdict::Regressed
         })
     };
+    let moved = |t: &Trend| {
+        inputs.comparison.rows.iter().any(|r| {
+            r.board == t.board && r.model == t.model && r.metric == t.metric && r.verdict != Verdict::Unchanged
+        })
+    };
+    let (shown, folded): (Vec<&Trend>, Vec<&Trend>) = inputs.trends.iter().partition(|t| moved(t));
+    if shown.is_empty() {
+        html.push_str("<p>No figure moved.</p>\n");
+    }
     let mut last: Option<(&str, &str)> = None;
-    for t in &inputs.trends {
+    for t in shown {
         if last != Some((&t.board, &t.model)) {
             let _ = writeln!(
                 html,
@@ -609,6 +625,28 @@ fn trends(html: &mut String, inputs: &Inputs) {
             chart.finish(&format!("{} of {} on {}", t.metric, t.model, t.board)),
             m = escape(&t.metric),
         );
+    }
+    unchanged(html, &folded);
+}
+
+/// The trends of the figures that did not move, folded per board: per
+/// model, how many, and their names.
+fn unchanged(html: &mut String, folded: &[&Trend]) {
+    let mut by_board: BTreeMap<&str, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
+    for t in folded {
+        by_board.entry(&t.board).or_default().entry(&t.model).or_default().push(&t.metric);
+    }
+    for (board, models) in by_board {
+        let count: usize = models.values().map(Vec::len).sum();
+        let _ = writeln!(
+            html,
+            "<details class=\"unchanged\"><summary>{}: {count} figures unchanged</summary><ul>",
+            escape(board)
+        );
+        for (model, metrics) in models {
+            let _ = writeln!(html, "<li>{}: {}</li>", escape(model), escape(&metrics.join(", ")));
+        }
+        html.push_str("</ul></details>\n");
     }
 }
 
