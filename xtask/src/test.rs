@@ -163,7 +163,7 @@ fn left_out(cargo: &std::ffi::OsStr, root: &Path, filters: &[String]) -> Result<
 /// `tflite-micro-*.tar.gz` unpacks to under `target/tflm/` (unpacked once,
 /// through a scratch directory, so an interrupted unpack leaves nothing that
 /// looks complete).
-fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
+pub(crate) fn tflm_checkout(root: &Path, given: &Path) -> Result<PathBuf> {
     // Absolute: the tests run in their own package's directory.
     let given = &given.canonicalize().with_context(|| format!("--test-tflm {}", given.display()))?;
     if given.join("tensorflow/lite/micro").is_dir() {
