@@ -387,7 +387,7 @@ pub fn keep(ws: &Workspace, outcome: &Outcome) -> Result<(), SweepError> {
     write_atomic(&path, &json).map_err(io(format!("write {}", path.display())))
 }
 
-/// The outcomes as the README's table: one row a month.
+/// The outcomes as the TFLM chapter's table: one row a month.
 pub fn markdown(outcomes: &[Outcome]) -> String {
     let mut out = "| month | commit | date | generation |".to_owned();
     for (_, model) in MODELS {

@@ -1,7 +1,7 @@
 //! `cargo xtask sweep`: TFLM's history, one tree a month, each made from a
 //! clone of tflite-micro as its download scripts make a checkout and run
 //! with hello_world and hello_world_int8 on the default board; the table
-//! the README shows. Not part of CI: it needs the repositories' history.
+//! the book's TFLM chapter shows. Not part of CI: it needs the repositories' history.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
