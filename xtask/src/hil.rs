@@ -10,6 +10,7 @@ use harness::spec::hardware::Selector;
 use harness::spec::runtime::Kernels;
 use harness::target::firmware::Variant;
 use harness::target::runner::noise::Noise;
+use harness::target::runner::{self, probe, RunOptions};
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
@@ -163,6 +164,11 @@ pub fn run(args: Args) -> Result<i32> {
         options.run.probe = Some(Selector::parse(probe)?);
     }
     options.build_only = args.build_only || args.dry_run;
+    // Boards behind a debug probe with none attached: said once, their
+    // images built and compared as --build-only, nothing flashed.
+    let absent = if options.build_only { Vec::new() } else { absent_probes(&boards, &options.run)? };
+    let no_board = !absent.is_empty() && absent.len() == boards.len();
+    options.build_only |= no_board;
     options.retries = args.retries;
     options.repeat = args.repeat;
     options.run.noise = args.link_noise.map(|per_million| Noise { per_million, seed: 1 });
@@ -228,8 +234,13 @@ pub fn run(args: Args) -> Result<i32> {
             shown(&ws, &approval::pending_dir(&out))
         );
     }
+    if no_board {
+        for line in no_board_said(&absent, &report::verdict_line(&results, &comparison)) {
+            eprintln!("{line}");
+        }
+    }
     let undeployable = args.dry_run && !show_deploys(&ws, &run::dry_run(&ws, &options)?);
-    Ok(if !results.failed.is_empty() || undeployable {
+    Ok(if !results.failed.is_empty() || undeployable || no_board {
         exit::ERROR
     } else if !results.all_checks_passed() || comparison.fails(args.strict) {
         exit::REGRESSION
@@ -268,6 +279,41 @@ fn show_deploys(ws: &Workspace, deploys: &[run::Deploy]) -> bool {
         }
     }
     all
+}
+
+/// The boards of `boards` behind a debug probe that is not attached now,
+/// each with the probe it looks for.
+fn absent_probes(boards: &[board::Board], options: &RunOptions) -> Result<Vec<(String, String)>> {
+    let attached = probe::attached();
+    let mut absent = Vec::new();
+    for board in boards {
+        let board::Runner::ProbeRs { probe: profile, .. } = &board.runner else { continue };
+        let wanted = runner::probe_selector(profile.as_deref(), options)?;
+        if let Err(probe::ProbeError::NoProbe { .. }) = probe::select(&attached, wanted.as_ref()) {
+            let looked_for = wanted.map_or("any probe".to_owned(), |w| format!("probe {w}"));
+            absent.push((board.name.clone(), looked_for));
+        }
+    }
+    Ok(absent)
+}
+
+/// What a run says, once, when no board it was asked for has its probe
+/// attached: which probes it looked for, that nothing was flashed, how the
+/// build-only figures stand, and what to run instead.
+fn no_board_said(absent: &[(String, String)], verdict: &str) -> Vec<String> {
+    let names: Vec<&str> = absent.iter().map(|(board, _)| board.as_str()).collect();
+    let mut lines: Vec<String> = absent
+        .iter()
+        .map(|(board, looked_for)| {
+            format!("{board}: no debug probe attached (looked for {looked_for}); nothing was flashed")
+        })
+        .collect();
+    lines.push(format!("the images were built and their build figures compared with the baselines: {verdict}"));
+    lines.push(format!(
+        "instead: `cargo xtask hil --board {} --build-only` (the build figures alone), `cargo xtask hil` (the emulated Cortex-M7, qemu-m7), or `cargo xtask boards` (the probes attached now)",
+        names.join(" --board ")
+    ));
+    lines
 }
 
 /// The revision `--against` names, with `auto` resolved.

@@ -589,3 +589,23 @@ fn a_dry_run_names_what_it_would_flash_and_exits_2_without_a_probe() {
     assert_eq!(out.status.code(), Some(2), "{}", self::text(&out));
     assert!(self::text(&out).contains("board `qemu-m7` is not deployed through a debug probe"), "{}", self::text(&out));
 }
+
+/// The mission's command at a desk with no board: said once, the build
+/// figures compared, nothing flashed, exit 2; no failure per scenario.
+#[test]
+fn a_real_board_without_its_probe_is_said_once_and_its_build_figures_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let out = xtask(&["hil", "--board", "nucleo-h743", "--model", "hello_world", "--out", out_dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let text = text(&out);
+    assert_eq!(
+        text.matches("nucleo-h743: no debug probe attached (looked for any probe); nothing was flashed").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("their build figures compared with the baselines: PASSED"), "{text}");
+    assert!(text.contains("`cargo xtask hil --board nucleo-h743 --build-only`"), "{text}");
+    assert!(!text.contains("FAILED") && !text.contains("running single-frame"), "{text}");
+    assert!(text.contains("│ hello_world │ build (not run) │"), "{text}");
+}
