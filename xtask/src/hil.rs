@@ -4,18 +4,18 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use harness::report::page;
-use harness::run::{self, Event, Options};
+use harness::run::{self, Options};
 use harness::spec::board;
 use harness::spec::hardware::Selector;
 use harness::spec::runtime::Kernels;
-use harness::target::firmware::Variant;
 use harness::target::runner::noise::Noise;
 use harness::target::runner::{self, probe, RunOptions};
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
-use harness::{children, doctor, fsutil, report, Workspace};
+use harness::{doctor, fsutil, report, Workspace};
 
+use crate::progress::Progress;
 use crate::{cancel, exit};
 
 #[derive(clap::Args)]
@@ -194,7 +194,10 @@ pub fn run(args: Args) -> Result<i32> {
             )
         })?;
     cancel::install();
-    let results = run::run(&ws, &options, &show_progress)?;
+    let results = {
+        let progress = Progress::new();
+        run::run(&ws, &options, &|event| progress.show(event))?
+    };
     let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
     // The outputs as one set: a cancellation waits for it to be complete.
@@ -329,35 +332,4 @@ fn resolve_against(ws: &Workspace, against: Option<String>) -> Result<Option<Str
 
 fn shown(ws: &Workspace, path: &std::path::Path) -> String {
     path.strip_prefix(ws.root()).unwrap_or(path).display().to_string()
-}
-
-/// A run's progress, a line per step, on standard error.
-pub fn show_progress(event: Event) {
-    match event {
-        Event::Building { board, model, variant: Variant::Recording, .. } => {
-            eprintln!("{board}/{model}: building the image over TFLM's recording allocator, for its breakdown")
-        }
-        Event::Building { board, model, arena_bytes, budget_bytes, .. } => {
-            let over = if arena_bytes > budget_bytes {
-                format!(", over the board's {budget_bytes}-byte arena budget")
-            } else {
-                String::new()
-            };
-            eprintln!("{board}/{model}: building with a {arena_bytes}-byte arena{over}")
-        }
-        Event::BuildOutput { board, line } if line.starts_with("Compiling") => eprintln!("{board}: {line}"),
-        Event::BuildOutput { .. } => {}
-        Event::Running { board, model, scenario } => eprintln!("{board}/{model}: running {scenario}"),
-        Event::StillRunning { board, model, scenario, elapsed } => {
-            eprintln!("{board}/{model}: {scenario} still running after {} s", elapsed.as_secs())
-        }
-        Event::Finished { board, model, scenario, ok } => {
-            let how = match (ok, children::cancelled()) {
-                (true, _) => "done",
-                (false, true) => "cancelled",
-                (false, false) => "FAILED",
-            };
-            eprintln!("{board}/{model}: {scenario} {how}")
-        }
-    }
 }

@@ -14,6 +14,7 @@ mod fuzz;
 mod hil;
 mod matrix;
 mod mutants;
+mod progress;
 mod report;
 mod sweep;
 mod test;

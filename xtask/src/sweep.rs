@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use harness::sweep::{self, Outcome};
 use harness::Workspace;
 
-use crate::{exit, hil};
+use crate::exit;
+use crate::progress::Progress;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -55,7 +56,9 @@ pub fn run(args: Args) -> Result<i32> {
         let before = builds(&ws);
         let tree = sweep::make_tree(&args.repo, &args.libraries, month, &trees)
             .with_context(|| format!("the tree of {}", month.month))?;
-        let outcome = sweep::measure(&ws, month, &tree, &hil::show_progress);
+        let progress = Progress::new();
+        let outcome = sweep::measure(&ws, month, &tree, &|event| progress.show(event));
+        drop(progress);
         sweep::keep(&ws, &outcome)?;
         if !args.keep {
             std::fs::remove_dir_all(&tree).with_context(|| format!("cannot remove {}", tree.display()))?;

@@ -609,3 +609,51 @@ fn a_real_board_without_its_probe_is_said_once_and_its_build_figures_compared() 
     assert!(!text.contains("FAILED") && !text.contains("running single-frame"), "{text}");
     assert!(text.contains("│ hello_world │ build (not run) │"), "{text}");
 }
+
+/// Runs `cargo xtask ARGS` with standard output and error on a terminal (a
+/// real pty, 120 columns), `CI` unset; what it showed, escapes and all.
+fn on_a_terminal(args: &[&str]) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize { ws_row: 30, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: both descriptors are written by openpty and owned from here.
+    let (master, slave) = unsafe {
+        assert_eq!(libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &size), 0);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    };
+    // The command, and with it this process's copies of the terminal's
+    // other end, is gone once spawned: reading ends when the child exits.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .env_remove("CI")
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave)
+        .spawn()
+        .unwrap();
+    let mut shown = Vec::new();
+    // Ends in EIO when the last writer closes; what was read is kept.
+    _ = std::fs::File::from(master).read_to_end(&mut shown);
+    (child.wait().unwrap(), String::from_utf8_lossy(&shown).into_owned())
+}
+
+/// On a terminal a run shows bars counting the images built and the runs
+/// done, each to its total; through a pipe (CI, a file) a line per step and
+/// no bar.
+#[test]
+fn a_run_shows_counted_bars_on_a_terminal_and_lines_elsewhere() {
+    let (piped, shown) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let piped = xtask(&["hil", "--model", "hello_world", "--out", &out_dir(piped.path())]);
+    assert_eq!(piped.status.code(), Some(0), "{}", text(&piped));
+    let lines = text(&piped);
+    let runs = lines.lines().filter(|l| l.starts_with("qemu-m7/hello_world: ") && l.ends_with(" done")).count();
+    assert!(runs >= 4 && lines.contains("qemu-m7/hello_world: running single-frame\n"), "{lines}");
+    assert!(!lines.contains("images [") && !lines.contains('\x1b'), "{lines}");
+
+    let (status, shown) = on_a_terminal(&["hil", "--model", "hello_world", "--out", &out_dir(shown.path())]);
+    assert_eq!(status.code(), Some(0), "{shown}");
+    assert!(shown.contains("images [========================] 1/1"), "{shown}");
+    assert!(shown.contains(&format!("runs [========================] {runs}/{runs}")), "{shown}");
+    assert!(shown.contains("runs [                        ] 0/"), "the runs are counted from none: {shown}");
+    assert!(shown.contains("qemu-m7/hello_world: single-frame done"), "{shown}");
+}

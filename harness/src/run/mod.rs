@@ -137,6 +137,12 @@ impl Options {
 /// Something worth telling the user while a run goes on.
 #[derive(Debug)]
 pub enum Event<'a> {
+    /// What the run will do, before it starts: the images it builds (or
+    /// finds) and the scenario runs it makes of them.
+    Planned {
+        images: usize,
+        runs: usize,
+    },
     Building {
         board: &'a str,
         model: &'a str,
@@ -145,6 +151,12 @@ pub enum Event<'a> {
         /// aside for it.
         arena_bytes: u32,
         budget_bytes: u32,
+    },
+    /// A model's image built (or found) for a board, or not.
+    Built {
+        board: &'a str,
+        model: &'a str,
+        ok: bool,
     },
     /// A line of the build tool's output.
     BuildOutput {
@@ -224,6 +236,9 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     // Each model's file is read and checked once for the whole run.
     let files: Vec<Result<Model, ModelsError>> = models.iter().map(|m| m.read(&runtime)).collect();
     let rustc = firmware::rustc_version(ws);
+    let planned = boards.iter().flat_map(|b| models.iter().filter_map(|m| selected(options, m, b)));
+    let (images, runs) = planned.fold((0, 0), |(images, runs), selected| (images + 1, runs + selected.len()));
+    progress(Event::Planned { images, runs });
     let setup = Setup { ws, runtime: &runtime, rustc: &rustc, options, progress };
     let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
     let outcomes = Mutex::new(Vec::new());
@@ -294,6 +309,17 @@ struct Setup<'a> {
 /// least arena leaves no room for them.
 const RECORDING_ROOM: u32 = 1024;
 
+/// The scenarios `spec` runs on `board`: a set runs the multi-model
+/// scenario, a model the others, a build only none; `None` when the pair
+/// is not even built (nothing of it runs, and not a build only).
+fn selected<'a>(options: &'a Options, spec: &ModelSpec, board: &Board) -> Option<Vec<&'a String>> {
+    if options.build_only {
+        return Some(Vec::new());
+    }
+    let selected: Vec<&String> = options.scenarios.iter().filter(|s| runs_for(spec, s, board)).collect();
+    (!selected.is_empty()).then_some(selected)
+}
+
 fn broken_down(spec: &ModelSpec, scenario: &str) -> bool {
     match &spec.set {
         None => scenario == SINGLE_FRAME,
@@ -307,15 +333,7 @@ fn broken_down(spec: &ModelSpec, scenario: &str) -> bool {
 /// first, for TFLM's own breakdown of the arena.
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
-    // A set runs the multi-model scenario, a model the others; a build
-    // only runs none.
-    let selected: Vec<&String> = match options.build_only {
-        true => Vec::new(),
-        false => options.scenarios.iter().filter(|s| runs_for(spec, s, board)).collect(),
-    };
-    if selected.is_empty() && !options.build_only {
-        return (None, Vec::new());
-    }
+    let Some(selected) = selected(options, spec, board) else { return (None, Vec::new()) };
     let breakdown = runtime.generation().todays_allocator()
         && selected.iter().any(|s| broken_down(spec, s))
         && options.variant == Variant::Standard;
@@ -342,6 +360,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         });
         built.map_err(|e| e.to_string())
     });
+    progress(Event::Built { board: &board.name, model: &spec.name, ok: built.is_ok() });
     let (model, (firmware, sizes), info) = match built {
         Ok(built) => built,
         Err(error) => {
