@@ -12,6 +12,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use harness::fsutil::write_atomic;
+use harness::report::page;
 use harness::{doctor, Workspace};
 
 use crate::exit;
@@ -60,7 +61,8 @@ pub fn run(args: Args) -> Result<i32> {
             }
         }
     }
-    let broken = broken_links(ws.root())?;
+    let mut broken = broken_links(ws.root())?;
+    broken.extend(broken_report_links(ws.root()));
     for link in &broken {
         eprintln!("broken link: {link}");
     }
@@ -148,26 +150,40 @@ fn broken_links(root: &Path) -> Result<Vec<String>> {
     let mut broken = Vec::new();
     for file in &documents(root)? {
         let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let from = file.strip_prefix(root).unwrap_or(file).display().to_string();
         let dir = file.parent().unwrap_or(root);
-        for target in links(&text) {
-            if target.contains("://") || target.starts_with("mailto:") {
-                continue;
-            }
-            let (path, anchor) = target.split_once('#').map_or((target.as_str(), None), |(p, a)| (p, Some(a)));
-            let linked = if path.is_empty() { file.clone() } else { dir.join(path) };
-            let shown = format!("{} -> {target}", file.strip_prefix(root).unwrap_or(file).display());
-            if !linked.exists() {
-                broken.push(format!("{shown} (no such file)"));
-                continue;
-            }
-            let Some(anchor) = anchor else { continue };
-            let headings = std::fs::read_to_string(&linked).map(|t| anchors(&t)).unwrap_or_default();
-            if !headings.iter().any(|h| h == anchor) {
-                broken.push(format!("{shown} (no such heading)"));
-            }
-        }
+        broken.extend(links(&text).iter().filter_map(|target| broken_link(&from, file, dir, target)));
     }
     Ok(broken)
+}
+
+/// The HTML report's links into the book that lead nowhere.
+fn broken_report_links(root: &Path) -> Vec<String> {
+    let chapters = root.join("book/src");
+    let target = |chapter: page::Chapter| match chapter.section() {
+        (file, "") => format!("{file}.md"),
+        (file, anchor) => format!("{file}.md#{anchor}"),
+    };
+    page::Chapter::ALL
+        .into_iter()
+        .filter_map(|c| broken_link(&format!("the HTML report ({c:?})"), &chapters, &chapters, &target(c)))
+        .collect()
+}
+
+/// `target`, linked from `file` (shown as `from`) in `dir`, if it leads
+/// nowhere: why.
+fn broken_link(from: &str, file: &Path, dir: &Path, target: &str) -> Option<String> {
+    if target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let (path, anchor) = target.split_once('#').map_or((target, None), |(p, a)| (p, Some(a)));
+    let linked = if path.is_empty() { file.to_owned() } else { dir.join(path) };
+    if !linked.exists() {
+        return Some(format!("{from} -> {target} (no such file)"));
+    }
+    let headings = std::fs::read_to_string(&linked).map(|t| anchors(&t)).unwrap_or_default();
+    let missing = anchor.is_some_and(|anchor| !headings.iter().any(|h| h == anchor));
+    missing.then(|| format!("{from} -> {target} (no such heading)"))
 }
 
 /// The targets of the inline links `[text](target)` of Markdown `text`,
@@ -256,6 +272,18 @@ mod tests {
         assert_eq!(links(text), ["a.md", "b.md#the-part", "#here"]);
         let headings = "# The `hil` command\n## What it prints\n### What it prints\n```\n# not a heading\n```\n#tag\n";
         assert_eq!(anchors(headings), ["the-hil-command", "what-it-prints", "what-it-prints-1"]);
+    }
+
+    #[test]
+    fn the_reports_links_lead_to_sections_the_book_has() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        assert_eq!(broken_report_links(root), Vec::<String>::new());
+        let moved = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(moved.path().join("book/src")).unwrap();
+        std::fs::write(moved.path().join("book/src/scenarios.md"), "# Scenarios\n## Figures\n").unwrap();
+        let broken = broken_report_links(moved.path());
+        assert!(broken.contains(&"the HTML report (Figures) -> scenarios.md#the-figures (no such heading)".into()));
+        assert!(broken.contains(&"the HTML report (Verdicts) -> baselines.md (no such file)".into()));
     }
 
     #[test]

@@ -48,17 +48,86 @@ pub struct Inputs {
     /// What could not be gathered (a model that did not analyse, a
     /// baseline file without history), shown on the page.
     pub notes: Vec<String>,
+    /// Where the book is, for the links beside the figures that need
+    /// explaining (none: no links).
+    pub book: Option<String>,
 }
 
-/// Gathers the page's inputs for a run: the analyses of the models in
-/// `models_file`, the boards' profiles, and the history of the baseline
-/// files in `baselines_dir`.
+/// The sections of the book the page links to where a figure needs
+/// explaining; `cargo xtask docs` checks that the book has each.
+#[derive(Debug, Clone, Copy)]
+pub enum Chapter {
+    /// What the verdicts mean, tolerances and approval.
+    Verdicts,
+    /// What each figure of a run is and where it comes from.
+    Figures,
+    /// The build record and the footprint by component.
+    BuildRecord,
+    /// The plans the layouts draw.
+    Planners,
+    /// What the page shows.
+    Page,
+}
+
+impl Chapter {
+    pub const ALL: [Chapter; 5] =
+        [Chapter::Verdicts, Chapter::Figures, Chapter::BuildRecord, Chapter::Planners, Chapter::Page];
+
+    /// The chapter's file in book/src (without `.md`) and the heading's
+    /// anchor, as mdBook makes it (empty: the chapter's top).
+    pub fn section(self) -> (&'static str, &'static str) {
+        match self {
+            Chapter::Verdicts => ("baselines", ""),
+            Chapter::Figures => ("scenarios", "the-figures"),
+            Chapter::BuildRecord => ("scenarios", "the-build-record-and-the-footprint"),
+            Chapter::Planners => ("analyzer", "planners-greedy-linear-and-a-plan-hilmem-writes"),
+            Chapter::Page => ("reports", ""),
+        }
+    }
+
+    /// `text` (HTML) linked to the section in the book at `book`; `text`
+    /// alone without a book.
+    fn link(self, book: Option<&str>, text: &str) -> String {
+        let Some(book) = book else { return text.to_owned() };
+        let (file, anchor) = self.section();
+        let anchor = if anchor.is_empty() { String::new() } else { format!("#{anchor}") };
+        format!("<a class=\"book\" href=\"{}{file}.html{anchor}\">{text}</a>", escape(book))
+    }
+}
+
+/// Where the page's links to the book lead: `HILMEM_BOOK_URL` when set; in
+/// GitHub Actions, the repository's GitHub Pages, where the book workflow
+/// publishes it; else the book `cargo xtask docs` builds into target/book/,
+/// relative to a page in `dir` inside the workspace (a page elsewhere gets
+/// no links: it names no path of the machine).
+fn book_url(ws: &crate::Workspace, dir: &Path) -> Option<String> {
+    let set = |key| std::env::var(key).ok().filter(|v| !v.is_empty());
+    if let Some(url) = set("HILMEM_BOOK_URL") {
+        return Some(if url.ends_with('/') { url } else { format!("{url}/") });
+    }
+    if let Some((owner, repo)) = set("GITHUB_REPOSITORY").as_deref().and_then(|r| r.split_once('/')) {
+        return Some(format!("https://{}.github.io/{repo}/", owner.to_lowercase()));
+    }
+    local_book(ws.root(), dir)
+}
+
+/// target/book/ under `root`, relative to `dir` if `dir` lies in `root`.
+fn local_book(root: &Path, dir: &Path) -> Option<String> {
+    let (root, dir) = (root.canonicalize().ok()?, dir.canonicalize().ok()?);
+    let depth = dir.strip_prefix(&root).ok()?.components().count();
+    Some(format!("{}target/book/", "../".repeat(depth)))
+}
+
+/// Gathers the inputs of a page to be written in `dir` for a run: the
+/// analyses of the models in `models_file`, the boards' profiles, the
+/// history of the baseline files in `baselines_dir`, and where the book is.
 pub fn gather(
     ws: &crate::Workspace,
     results: Results,
     comparison: Comparison,
     models_file: &Path,
     baselines_dir: &Path,
+    dir: &Path,
 ) -> Inputs {
     let mut notes = Vec::new();
     let mut analyses = Vec::new();
@@ -116,7 +185,7 @@ pub fn gather(
     // The page names no path of this machine.
     let (root, baselines) = (format!("{}/", ws.root().display()), baselines_dir.display().to_string());
     let notes = notes.into_iter().map(|n| n.replace(&baselines, "baselines").replace(&root, "")).collect();
-    Inputs { results, comparison, analyses, boards, trends, notes }
+    Inputs { results, comparison, analyses, boards, trends, notes, book: book_url(ws, dir) }
 }
 
 /// History rows (oldest first) as one trend per metric.
@@ -207,6 +276,7 @@ const SEGMENTS: [(&str, &str); 12] = [
 
 pub fn render(inputs: &Inputs) -> String {
     let r = &inputs.results;
+    let book = inputs.book.as_deref();
     let verdict = verdict_line(r, &inputs.comparison);
     let mut html = String::new();
     let commit = r.commit.as_deref().map_or("no commit".to_owned(), |c| c[..c.len().min(12)].to_owned());
@@ -214,26 +284,29 @@ pub fn render(inputs: &Inputs) -> String {
         html,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>hilmem memory report ({commit})</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head><body>\n\
          <h1>hilmem memory report</h1>\n<p class=\"verdict {}\">{}</p>\n<p>commit {commit}; boards {}; {} records, {} failed runs.</p>\n\
-         <p><a href=\"#comparison\">comparison</a> · <a href=\"#layouts\">arena layouts</a> · <a href=\"#stackups\">memory stack-ups</a> · <a href=\"#footprint\">footprint</a> · <a href=\"#trends\">trends</a></p>\n",
+         <p><a href=\"#comparison\">comparison</a> · <a href=\"#layouts\">arena layouts</a> · <a href=\"#stackups\">memory stack-ups</a> · <a href=\"#footprint\">footprint</a> · <a href=\"#trends\">trends</a>{}</p>\n",
         verdict.split(':').next().unwrap_or_default().to_lowercase(),
         escape(&verdict),
         escape(&r.boards.join(", ")),
         r.records.len(),
-        r.failed.len()
+        r.failed.len(),
+        if inputs.book.is_some() { format!(" · {}", Chapter::Page.link(book, "about this page")) } else { String::new() }
     );
     for note in &inputs.notes {
         let _ = writeln!(html, "<p class=\"note\">note: {}</p>", escape(note));
     }
     comparison(&mut html, inputs);
     html += "<h2 id=\"layouts\">Arena layouts</h2>\n<p>Each rectangle is a tensor TFLM plans in the arena head: from the operator step that writes it to the last that reads it, at its offset in the plan: TFLM's greedy plan, hilmem's (which <code>planner = \"offline\"</code> writes into the model), and TFLM's linear one. The red line is the bytes alive at each step (its highest point is the lower bound no plan can beat); the dashed line is the head the plan needs; the shaded step is the peak.</p>\n";
+    let _ = writeln!(html, "<p>How the plans are made: {}.</p>", Chapter::Planners.link(book, "the planners"));
     for a in &inputs.analyses {
         layout(&mut html, a);
     }
     html += "<h2 id=\"stackups\">Memory stack-ups</h2>\n";
+    let _ = writeln!(html, "<p>What each band is: {}.</p>", Chapter::Figures.link(book, "the figures"));
     for board in &inputs.boards {
         stackup(&mut html, board, &r.records);
     }
-    footprints(&mut html, &r.records);
+    footprints(&mut html, &r.records, book);
     html += "<h2 id=\"trends\">Trends</h2>\n<p>Each figure that moved, through the commits that changed its baseline file, oldest first; the last point (outlined) is this run, red when it regressed. The figures that did not move are folded per board; <code>cargo xtask baseline history</code> shows the trend of any.</p>\n";
     trends(&mut html, inputs);
     html += "</body></html>\n";
@@ -241,8 +314,12 @@ pub fn render(inputs: &Inputs) -> String {
 }
 
 /// Each build record's flash and static RAM by component.
-fn footprints(html: &mut String, records: &[Measurement]) {
-    html.push_str("<h2 id=\"footprint\">Footprint by component</h2>\n<p>From the build records (nothing ran for them): every input section the linker placed, by the object it came from and the symbols it defines; the parts add up to <code>flash_bytes</code> and <code>static_ram_bytes</code>.</p>\n");
+fn footprints(html: &mut String, records: &[Measurement], book: Option<&str>) {
+    let _ = writeln!(
+        html,
+        "<h2 id=\"footprint\">Footprint by component</h2>\n<p>From the {} (nothing ran for them): every input section the linker placed, by the object it came from and the symbols it defines; the parts add up to <code>flash_bytes</code> and <code>static_ram_bytes</code>.</p>",
+        Chapter::BuildRecord.link(book, "build records")
+    );
     for r in records.iter().filter(|r| r.footprint.is_some()) {
         let _ = write!(
             html,
@@ -272,7 +349,12 @@ fn comparison(html: &mut String, inputs: &Inputs) {
     for line in runtime_changes(c) {
         let _ = writeln!(html, "<p class=\"runtime\"><strong>{}</strong></p>", escape(&line));
     }
-    let _ = writeln!(html, "<p class=\"summary\">{}</p>", escape(&comparison_summary(c)));
+    let _ = writeln!(
+        html,
+        "<p class=\"summary\">{} ({}).</p>",
+        escape(&comparison_summary(c)),
+        Chapter::Verdicts.link(inputs.book.as_deref(), "the verdicts, tolerances and approval")
+    );
     if found.changed.is_empty() {
         html.push_str("<p>Every figure equals its baseline.</p>\n");
     } else {
@@ -284,10 +366,12 @@ fn comparison(html: &mut String, inputs: &Inputs) {
                 _ => "",
             };
             let cells = cells(row);
+            let explained = if row.scenario == BUILD { Chapter::BuildRecord } else { Chapter::Figures };
             let _ = writeln!(
                 html,
-                "<tr class=\"{class}\">{}{}<td class=\"v\">{}</td></tr>",
-                cells[..4].iter().map(|c| format!("<td>{}</td>", escape(c))).collect::<String>(),
+                "<tr class=\"{class}\">{}<td>{}</td>{}<td class=\"v\">{}</td></tr>",
+                cells[..3].iter().map(|c| format!("<td>{}</td>", escape(c))).collect::<String>(),
+                explained.link(inputs.book.as_deref(), &escape(&cells[3])),
                 cells[4..].iter().map(|c| format!("<td class=\"n\">{}</td>", escape(c))).collect::<String>(),
                 escape(&match (moved_text(row), row.verdict == Verdict::Regressed) {
                     (Some(moved), true) => format!("REGRESSED: {moved}"),
@@ -618,11 +702,12 @@ fn trends(html: &mut String, inputs: &Inputs) {
         }
         let _ = writeln!(
             html,
-            "<figure class=\"trend{}\" data-board=\"{}\" data-model=\"{}\" data-metric=\"{m}\">{}<figcaption>{m}</figcaption></figure>",
+            "<figure class=\"trend{}\" data-board=\"{}\" data-model=\"{}\" data-metric=\"{m}\">{}<figcaption>{}</figcaption></figure>",
             if marked { " regressed" } else { "" },
             escape(&t.board),
             escape(&t.model),
             chart.finish(&format!("{} of {} on {}", t.metric, t.model, t.board)),
+            Chapter::Figures.link(inputs.book.as_deref(), &escape(&t.metric)),
             m = escape(&t.metric),
         );
     }
@@ -660,7 +745,7 @@ pub fn write(
     baselines_dir: &Path,
     dir: &Path,
 ) -> std::io::Result<std::path::PathBuf> {
-    let html = render(&gather(ws, results, comparison, models_file, baselines_dir));
+    let html = render(&gather(ws, results, comparison, models_file, baselines_dir, dir));
     let path = dir.join("report.html");
     crate::fsutil::write_atomic(&path, html.as_bytes())?;
     Ok(path)
@@ -691,6 +776,35 @@ mod tests {
         assert_eq!(used.values["single-frame"], [Some(1472), Some(1400)]);
         assert_eq!(used.values["stream"], [None, Some(1400)]);
         assert_eq!(trends[1].values["single-frame"], [Some(2016), None]);
+    }
+
+    /// A page in the workspace links to the book built there, relative to
+    /// itself; one elsewhere names no path, so it has no links.
+    #[test]
+    fn a_page_links_to_the_local_book_relative_to_itself_and_only_inside_the_workspace() {
+        let root = tempfile::tempdir().unwrap();
+        let (out, deeper) = (root.path().join("target/hilmem"), root.path().join("ci/runs/7"));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::create_dir_all(&deeper).unwrap();
+        assert_eq!(local_book(root.path(), root.path()).as_deref(), Some("target/book/"));
+        assert_eq!(local_book(root.path(), &out).as_deref(), Some("../../target/book/"));
+        assert_eq!(local_book(root.path(), &deeper).as_deref(), Some("../../../target/book/"));
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(local_book(root.path(), elsewhere.path()), None);
+    }
+
+    #[test]
+    fn a_link_to_the_book_names_the_chapter_and_heading_or_is_left_out_without_a_book() {
+        let link = |c: Chapter, book| c.link(book, "<code>x</code>");
+        assert_eq!(
+            link(Chapter::Figures, Some("https://o.github.io/r/")),
+            "<a class=\"book\" href=\"https://o.github.io/r/scenarios.html#the-figures\"><code>x</code></a>"
+        );
+        assert_eq!(
+            link(Chapter::Page, Some("../book/")),
+            "<a class=\"book\" href=\"../book/reports.html\"><code>x</code></a>"
+        );
+        assert_eq!(link(Chapter::Verdicts, None), "<code>x</code>");
     }
 
     /// The stack stacks as the thread's peak, what the interrupts add to
