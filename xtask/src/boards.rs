@@ -8,9 +8,18 @@ use harness::{report, Workspace};
 
 use crate::exit;
 
-pub fn run() -> Result<i32> {
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only the board profiles, not what is attached to this machine.
+    #[arg(long)]
+    profiles: bool,
+}
+
+pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
-    let boards = board::load_all(&ws)?;
-    println!("{}", report::boards(&boards, &probe::attached(), &runner::serial_ports()));
+    println!("{}", report::boards(&board::load_all(&ws)?));
+    if !args.profiles {
+        println!("\n{}", report::attached(&probe::attached(), &runner::serial_ports()));
+    }
     Ok(exit::OK)
 }

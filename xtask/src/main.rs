@@ -71,7 +71,7 @@ enum Command {
     Matrix(matrix::Args),
     /// List the board profiles and the probes and serial ports attached now.
     #[command(after_help = "Example: cargo xtask boards\nChapter: Boards (book/src/boards.md)")]
-    Boards,
+    Boards(boards::Args),
     /// Check (and install where possible) the toolchain the firmware needs.
     #[command(after_help = "Example: cargo xtask doctor\nChapter: Getting started (book/src/getting-started.md)")]
     Doctor,
@@ -103,7 +103,7 @@ fn main() {
         Command::Analyze(args) => analyze::run(args),
         Command::Baseline(args) => baseline::run(args),
         Command::Bench(args) => bench::run(args),
-        Command::Boards => boards::run(),
+        Command::Boards(args) => boards::run(args),
         Command::Ci(args) => ci::run(args),
         Command::Docs(args) => docs::run(args),
         Command::Fuzz(args) => fuzz::run(args),

@@ -215,6 +215,11 @@ fn boards_lists_every_profile_and_what_is_attached() {
     }
     assert!(text.contains("probe-rs STM32H743ZITx") && text.contains("qemu mps3-an547"), "{text}");
     assert!(text.contains("debug probes attached:") && text.contains("serial ports:"), "{text}");
+    // The profiles alone (what the book shows) are the same table.
+    let profiles = xtask(&["boards", "--profiles"]);
+    assert_eq!(profiles.status.code(), Some(0), "{}", self::text(&profiles));
+    let table = String::from_utf8_lossy(&profiles.stdout);
+    assert!(text.starts_with(table.as_ref()) && !table.contains("serial ports"), "{table}");
 }
 
 #[test]

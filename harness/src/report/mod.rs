@@ -156,8 +156,8 @@ fn check_summary(r: &Measurement) -> String {
     }
 }
 
-/// The board profiles, then the debug probes and serial ports attached now.
-pub fn boards(boards: &[Board], probes: &[ProbeSummary], ports: &[String]) -> String {
+/// The board profiles, a row each.
+pub fn boards(boards: &[Board]) -> String {
     let mut builder = Builder::default();
     builder.push_record(["board", "runner", "cpu", "target", "flash", "ram", "transport", "ci label"]);
     for b in boards {
@@ -191,35 +191,20 @@ pub fn boards(boards: &[Board], probes: &[ProbeSummary], ports: &[String]) -> St
             b.ci_label.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
-    let mut out = builder.build().with(Style::sharp()).to_string();
-    out.push_str(
-        "
+    builder.build().with(Style::sharp()).to_string()
+}
 
-debug probes attached:",
-    );
-    if probes.is_empty() {
-        out.push_str(" none");
-    }
-    for p in probes {
-        out.push_str(&format!(
-            "
-  {p}"
-        ));
-    }
-    out.push_str(
-        "
-serial ports:",
-    );
-    if ports.is_empty() {
-        out.push_str(" none");
-    }
-    for p in ports {
-        out.push_str(&format!(
-            "
-  {p}"
-        ));
-    }
-    out
+/// The debug probes and serial ports attached now.
+pub fn attached(probes: &[ProbeSummary], ports: &[String]) -> String {
+    let list = |title: &str, items: Vec<String>| match items.is_empty() {
+        true => format!("{title}: none"),
+        false => format!("{title}:{}", items.iter().map(|i| format!("\n  {i}")).collect::<String>()),
+    };
+    format!(
+        "{}\n{}",
+        list("debug probes attached", probes.iter().map(ToString::to_string).collect()),
+        list("serial ports", ports.to_vec())
+    )
 }
 
 fn signed(v: Option<i64>) -> String {
