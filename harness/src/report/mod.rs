@@ -240,7 +240,6 @@ pub fn runtime_changes(c: &Comparison) -> Vec<String> {
         .collect()
 }
 
-/// The one-line summary of a comparison.
 /// The run's verdict in one line, as every report opens: runs that
 /// produced no measurement, else regressions and failed checks, else that
 /// it passed and what moved. Its first word (FAILED, REGRESSED, PASSED) is
@@ -264,6 +263,7 @@ pub fn verdict_line(results: &Results, c: &Comparison) -> String {
     }
 }
 
+/// The one-line summary of a comparison.
 pub fn comparison_summary(c: &Comparison) -> String {
     let counts: Vec<String> = [
         Verdict::Regressed,

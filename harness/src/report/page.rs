@@ -162,8 +162,13 @@ pub fn gather(
     let mut trends = Vec::new();
     let mut unreadable = Vec::new();
     for image in &results.images {
-        // A model without a baseline file yet has no history.
-        if !baseline::file_path(baselines_dir, &image.board, &image.model).exists() {
+        // Only moved figures have a trend; a model without a baseline file
+        // yet has no history.
+        let moved = comparison
+            .rows
+            .iter()
+            .any(|r| r.board == image.board && r.model == image.model && r.verdict != Verdict::Unchanged);
+        if !moved || !baseline::file_path(baselines_dir, &image.board, &image.model).exists() {
             continue;
         }
         match baseline::history(baselines_dir, &image.board, &image.model, None) {
@@ -629,7 +634,7 @@ fn trends(html: &mut String, inputs: &Inputs) {
             r.board == t.board && r.model == t.model && r.metric == t.metric && r.verdict != Verdict::Unchanged
         })
     };
-    let (shown, folded): (Vec<&Trend>, Vec<&Trend>) = inputs.trends.iter().partition(|t| moved(t));
+    let shown: Vec<&Trend> = inputs.trends.iter().filter(|t| moved(t)).collect();
     if shown.is_empty() {
         html.push_str("<p>No figure moved.</p>\n");
     }
@@ -711,17 +716,27 @@ fn trends(html: &mut String, inputs: &Inputs) {
             m = escape(&t.metric),
         );
     }
-    unchanged(html, &folded);
+    unchanged(html, &inputs.comparison);
 }
 
-/// The trends of the figures that did not move, folded per board: per
+/// The figures that did not move in any scenario, folded per board: per
 /// model, how many, and their names.
-fn unchanged(html: &mut String, folded: &[&Trend]) {
-    let mut by_board: BTreeMap<&str, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
-    for t in folded {
-        by_board.entry(&t.board).or_default().entry(&t.model).or_default().push(&t.metric);
+fn unchanged(html: &mut String, c: &Comparison) {
+    // Per board, model and metric: whether every scenario's figure is unchanged.
+    let mut still: BTreeMap<&str, BTreeMap<&str, BTreeMap<&str, bool>>> = BTreeMap::new();
+    for r in &c.rows {
+        let all = still.entry(&r.board).or_default().entry(&r.model).or_default().entry(&r.metric).or_insert(true);
+        *all &= r.verdict == Verdict::Unchanged;
     }
-    for (board, models) in by_board {
+    let by_board = still.into_iter().map(|(board, models)| {
+        let models: BTreeMap<&str, Vec<&str>> = models
+            .into_iter()
+            .map(|(model, metrics)| (model, metrics.into_iter().filter(|(_, all)| *all).map(|(m, _)| m).collect()))
+            .filter(|(_, metrics): &(&str, Vec<&str>)| !metrics.is_empty())
+            .collect();
+        (board, models)
+    });
+    for (board, models) in by_board.filter(|(_, models)| !models.is_empty()) {
         let count: usize = models.values().map(Vec::len).sum();
         let _ = writeln!(
             html,
@@ -805,6 +820,36 @@ mod tests {
             "<a class=\"book\" href=\"../book/reports.html\"><code>x</code></a>"
         );
         assert_eq!(link(Chapter::Verdicts, None), "<code>x</code>");
+    }
+
+    /// A figure is folded only when it is unchanged in every scenario;
+    /// a board or model with nothing unchanged is not listed.
+    #[test]
+    fn only_figures_unchanged_in_every_scenario_are_folded_per_board_and_model() {
+        let row = |board: &str, model: &str, scenario: &str, metric: &str, verdict| crate::verdict::compare::Row {
+            board: board.into(),
+            model: model.into(),
+            scenario: scenario.into(),
+            metric: metric.into(),
+            baseline: Some(1),
+            measured: Some(1),
+            verdict,
+            moved: Vec::new(),
+        };
+        let rows = vec![
+            row("b", "m", "single-frame", "arena_used_bytes", Verdict::Unchanged),
+            row("b", "m", "stream", "arena_used_bytes", Verdict::Regressed),
+            row("b", "m", "single-frame", "stack_peak_bytes", Verdict::Unchanged),
+            row("b", "m", "stream", "stack_peak_bytes", Verdict::Unchanged),
+            row("b", "a", "build", "flash_bytes", Verdict::Unchanged),
+            row("c", "m", "build", "flash_bytes", Verdict::Improved),
+        ];
+        let mut html = String::new();
+        unchanged(&mut html, &Comparison { against: "work tree".into(), runtime_changes: Vec::new(), rows });
+        assert_eq!(
+            html,
+            "<details class=\"unchanged\"><summary>b: 2 figures unchanged</summary><ul>\n<li>a: flash_bytes</li>\n<li>m: stack_peak_bytes</li>\n</ul></details>\n"
+        );
     }
 
     /// The stack stacks as the thread's peak, what the interrupts add to
