@@ -975,6 +975,33 @@ mod tests {
         assert!(recorded(&model, &frames(false)).is_ok());
     }
 
+    /// A run of the recording image gives the model's breakdown from its
+    /// last print; a run that printed none is the target's fault, named
+    /// with the board, model and scenario and the last lines it sent.
+    #[test]
+    fn a_recording_run_gives_the_models_breakdown_or_names_what_it_did_not_print() {
+        let (board, model, _, _) = setup();
+        let run = |fed: &[String]| {
+            let mut session = crate::target::session::Session::default();
+            fed.iter().for_each(|line| session.feed(line));
+            Run { session, ending: Ending::Exited(exit::OK), diagnostics: String::new(), process: None }
+        };
+        let booted = || [lines(&[hello("qemu-m7", "hello_world", 3072)]), log(&["booted"])].concat();
+        let mut printed = booted();
+        printed.extend(log(&HEAD));
+        printed.extend(RECORDED.iter().map(|name| format!("Recorded {name}: 8 used, 4 requested, 2 allocations")));
+        let breakdowns = tflm_breakdowns(&board, &model.spec, &run(&printed)).unwrap();
+        assert_eq!(breakdowns.len(), 1);
+        let (owner, b) = &breakdowns[0];
+        assert_eq!((*owner, b.head_bytes, b.tail_bytes, b.allocator_bytes), (None, 48, 1004, 236));
+        assert_eq!(b.recorded["op_data"], Recorded { used_bytes: 8, requested_bytes: 4, count: 2 });
+
+        let err = tflm_breakdowns(&board, &model.spec, &run(&booted())).unwrap_err().to_string();
+        assert!(err.contains("qemu-m7") && err.contains("hello_world") && err.contains("single-frame"), "{err}");
+        assert!(err.contains("the recording image did not print `Head usage: N bytes`"), "{err}");
+        assert!(err.contains("last lines from the target:\n  ~hm") && err.ends_with("\n  booted"), "{err}");
+    }
+
     /// A missing or garbled line names what was expected.
     #[test]
     fn a_missing_or_garbled_line_is_named() {
