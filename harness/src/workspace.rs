@@ -22,6 +22,12 @@ impl Workspace {
         &self.root
     }
 
+    /// `path` as a user reads it: relative to the checkout where it lies
+    /// in it, else whole.
+    pub fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
+    }
+
     /// One TOML file per board profile.
     pub fn boards_dir(&self) -> PathBuf {
         self.root.join("boards")

@@ -55,9 +55,9 @@ pub fn run(args: Args) -> Result<i32> {
             if args.update {
                 write_atomic(&chapter, fresh.as_bytes())
                     .with_context(|| format!("cannot write {}", chapter.display()))?;
-                eprintln!("== docs: wrote {}", shown(&ws, &chapter));
+                eprintln!("== docs: wrote {}", ws.shown(&chapter));
             } else {
-                stale.push(shown(&ws, &chapter));
+                stale.push(ws.shown(&chapter));
             }
         }
     }
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<i32> {
     if !status.success() {
         bail!("mdbook could not build {}", book.display());
     }
-    eprintln!("== docs: the book is in {}", shown(&ws, &ws.root().join("target/book")));
+    eprintln!("== docs: the book is in {}", ws.shown(&ws.root().join("target/book")));
     if !stale.is_empty() {
         eprintln!(
             "== docs: what these files show differs from a fresh run: {}; `cargo xtask docs --update` writes it",
@@ -79,10 +79,6 @@ pub fn run(args: Args) -> Result<i32> {
         );
     }
     Ok(if stale.is_empty() && broken.is_empty() { exit::OK } else { exit::REGRESSION })
-}
-
-fn shown(ws: &Workspace, path: &Path) -> String {
-    path.strip_prefix(ws.root()).unwrap_or(path).display().to_string()
 }
 
 /// README.md, then the book's chapters in name order.

@@ -53,7 +53,7 @@ pub fn run(args: Args) -> Result<i32> {
             report.kept.len(),
         );
         for file in &report.kept {
-            println!("  kept {}", file.strip_prefix(ws.root()).unwrap_or(file).display());
+            println!("  kept {}", ws.shown(file));
         }
     }
     Ok(exit::OK)

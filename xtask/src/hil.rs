@@ -213,7 +213,7 @@ pub fn run(args: Args) -> Result<i32> {
     if args.report {
         let page = page::write(&ws, results.clone(), comparison.clone(), &options.models_file, &baselines_dir, &out)
             .with_context(|| format!("cannot write the report into {}", out.display()))?;
-        eprintln!("report: {}", shown(&ws, &page));
+        eprintln!("report: {}", ws.shown(&page));
     }
     let pending = approval::write_pending(&results, &comparison, &out)?;
     drop(writing);
@@ -229,12 +229,12 @@ pub fn run(args: Args) -> Result<i32> {
         Format::Markdown => println!("{}", report::markdown(&results, &comparison)),
         Format::Junit => println!("{}", report::junit(&results, &comparison, args.strict)),
     }
-    eprintln!("results, comparison.json, report.md, junit.xml: {}", shown(&ws, &out));
+    eprintln!("results, comparison.json, report.md, junit.xml: {}", ws.shown(&out));
     if !pending.is_empty() {
         eprintln!(
             "{} pending baseline change(s) under {}; review them with `cargo xtask baseline review`",
             pending.len(),
-            shown(&ws, &approval::pending_dir(&out))
+            ws.shown(&approval::pending_dir(&out))
         );
     }
     if no_board {
@@ -261,7 +261,7 @@ fn show_deploys(ws: &Workspace, deploys: &[run::Deploy]) -> bool {
         match &d.plan {
             Err(e) => {
                 all = false;
-                eprintln!("{image}: cannot deploy {}: {e}", shown(ws, &d.elf));
+                eprintln!("{image}: cannot deploy {}: {e}", ws.shown(&d.elf));
             }
             Ok(plan) => {
                 let writes: Vec<String> = plan
@@ -269,7 +269,7 @@ fn show_deploys(ws: &Workspace, deploys: &[run::Deploy]) -> bool {
                     .iter()
                     .map(|(start, bytes, region)| format!("{bytes} bytes at {start:#010x} ({region})"))
                     .collect();
-                eprintln!("{image}: would flash {} to the {}: {}", shown(ws, &d.elf), plan.chip, writes.join(", "));
+                eprintln!("{image}: would flash {} to the {}: {}", ws.shown(&d.elf), plan.chip, writes.join(", "));
                 eprintln!("{image}: RTT control block at {:#010x}, in {}", plan.rtt.0, plan.rtt.1);
                 match &plan.probe {
                     Ok(probe) => eprintln!("{image}: probe: {probe}"),
@@ -287,10 +287,20 @@ fn show_deploys(ws: &Workspace, deploys: &[run::Deploy]) -> bool {
 /// The boards of `boards` behind a debug probe that is not attached now,
 /// each with the probe it looks for.
 fn absent_probes(boards: &[board::Board], options: &RunOptions) -> Result<Vec<(String, String)>> {
+    let behind_probes: Vec<(&board::Board, &Option<String>)> = boards
+        .iter()
+        .filter_map(|b| match &b.runner {
+            board::Runner::ProbeRs { probe, .. } => Some((b, probe)),
+            _ => None,
+        })
+        .collect();
+    // The USB bus is looked at only when a board needs a probe.
+    if behind_probes.is_empty() {
+        return Ok(Vec::new());
+    }
     let attached = probe::attached();
     let mut absent = Vec::new();
-    for board in boards {
-        let board::Runner::ProbeRs { probe: profile, .. } = &board.runner else { continue };
+    for (board, profile) in behind_probes {
         let wanted = runner::probe_selector(profile.as_deref(), options)?;
         if let Err(probe::ProbeError::NoProbe { .. }) = probe::select(&attached, wanted.as_ref()) {
             let looked_for = wanted.map_or("any probe".to_owned(), |w| format!("probe {w}"));
@@ -328,8 +338,4 @@ fn resolve_against(ws: &Workspace, against: Option<String>) -> Result<Option<Str
         },
         _ => Ok(against),
     }
-}
-
-fn shown(ws: &Workspace, path: &std::path::Path) -> String {
-    path.strip_prefix(ws.root()).unwrap_or(path).display().to_string()
 }

@@ -198,7 +198,7 @@ pub fn run(args: Args) -> Result<i32> {
     eprintln!(
         "== mutants: {} survivors, {explained_count} explained in {}; {:.0} min",
         missed.len(),
-        list.strip_prefix(ws.root()).unwrap_or(&list).display(),
+        ws.shown(&list),
         started.elapsed().as_secs_f64() / 60.0
     );
     for mutant in &unexplained {

@@ -36,6 +36,6 @@ pub fn run(args: Args) -> Result<i32> {
     let baselines = args.baselines.unwrap_or_else(|| ws.baselines_dir());
     let path = page::write(&ws, results, comparison, &models_file, &baselines, &out)
         .with_context(|| format!("cannot write the report into {}", out.display()))?;
-    println!("{}", path.strip_prefix(ws.root()).unwrap_or(&path).display());
+    println!("{}", ws.shown(&path));
     Ok(exit::OK)
 }
