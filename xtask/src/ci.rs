@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use harness::spec::board;
@@ -48,7 +49,7 @@ pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
     // A wrong TFLM stops CI before its first step, not at its last.
     Choice { flag: args.tflm.clone(), config: None }.resolve()?;
-    doctor::ensure(&[doctor::Need::Actionlint], ws.root(), true, &mut |line| eprintln!("{line}"))?;
+    doctor::ensure(&[doctor::NPM, doctor::Need::Actionlint], ws.root(), true, &mut |line| eprintln!("{line}"))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let xtask = std::env::current_exe().context("cannot find the xtask binary")?;
     let actionlint = doctor::actionlint(ws.root());
@@ -115,8 +116,10 @@ pub fn run(args: Args) -> Result<i32> {
         ("real boards, build only, against the baselines", xtask.as_os_str(), build_only),
     ];
     let mut failed = Vec::new();
+    let mut summary = Vec::new();
     for (name, program, args) in steps {
         eprintln!("== ci: {name}");
+        let started = Instant::now();
         let mut command = Command::new(program);
         command.current_dir(ws.root()).args(&args);
         let status = command.status().with_context(|| format!("cannot run the {name} step"))?;
@@ -124,6 +127,15 @@ pub fn run(args: Args) -> Result<i32> {
             eprintln!("== ci: {name} FAILED");
             failed.push(status.code());
         }
+        let outcome = if status.success() { "passed".to_owned() } else { format!("FAILED ({status})") };
+        summary.push(format!("{:>6.0} s  {outcome:<8}  {name}", started.elapsed().as_secs_f64()));
+    }
+    eprintln!("== ci: each step's wall time and outcome\n{}", summary.join("\n"));
+    if args.test_tflm.is_none() {
+        eprintln!(
+            "== ci: no --test-tflm: what needs a TFLM checkout was not checked (the tests and the book's blocks the \
+             steps above name); `cargo xtask ci --test-tflm DIR` checks it"
+        );
     }
     Ok(worst(&failed))
 }

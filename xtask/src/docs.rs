@@ -5,7 +5,8 @@
 //! README.md or a chapter shows a command's output under a marker naming the command:
 //! `<!-- cargo xtask docs: ARGS -->` then the output in a `text` fence (or,
 //! with `docs, markdown:`, as Markdown), up to `<!-- end of generated -->`.
-//! `$TFLM` in ARGS stands for the current TFLM checkout `--tflm` gives.
+//! `$TFLM` in ARGS stands for the current TFLM checkout `--tflm` gives;
+//! without one, such a block is left as it is and the run names it as skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,7 +26,7 @@ pub struct Args {
     update: bool,
     /// A current TFLM checkout, or a directory holding one as
     /// `tflite-micro-*.tar.gz` (as `xtask test --test-tflm`), for the outputs
-    /// that need one ($TFLM).
+    /// that need one ($TFLM). Without it they are left as they are, and named.
     #[arg(long, value_name = "DIR")]
     tflm: Option<PathBuf>,
 }
@@ -39,16 +40,20 @@ pub fn run(args: Args) -> Result<i32> {
     let tflm = args.tflm.as_deref().map(|given| crate::test::tflm_checkout(ws.root(), given)).transpose()?;
     let xtask = std::env::current_exe().context("cannot find the xtask binary")?;
     let mut stale = Vec::new();
+    let skipped = std::cell::RefCell::new(Vec::new());
     for chapter in documents(ws.root())? {
         let text = std::fs::read_to_string(&chapter).with_context(|| format!("cannot read {}", chapter.display()))?;
         let fresh = regenerate(&text, &|args| {
             let args = match (args.contains("$TFLM"), &tflm) {
                 (false, _) => args.to_owned(),
                 (true, Some(tree)) => args.replace("$TFLM", &tree.display().to_string()),
-                (true, None) => bail!("{}: `{args}` needs a TFLM checkout: give --tflm", chapter.display()),
+                (true, None) => {
+                    skipped.borrow_mut().push(format!("{} (`{args}`)", ws.shown(&chapter)));
+                    return Ok(None);
+                }
             };
             eprintln!("== docs: cargo xtask {args}");
-            output(&xtask, ws.root(), &args)
+            output(&xtask, ws.root(), &args).map(Some)
         })
         .with_context(|| format!("in {}", chapter.display()))?;
         if fresh != text {
@@ -76,6 +81,15 @@ pub fn run(args: Args) -> Result<i32> {
         eprintln!(
             "== docs: what these files show differs from a fresh run: {}; `cargo xtask docs --update` writes it",
             stale.join(", ")
+        );
+    }
+    let skipped = skipped.into_inner();
+    if !skipped.is_empty() {
+        eprintln!(
+            "== docs: {} generated block(s) not checked, left as they are: no TFLM checkout to run them on: {}; \
+             `cargo xtask docs --tflm DIR` (or `cargo xtask ci --test-tflm DIR`) checks them",
+            skipped.len(),
+            skipped.join(", ")
         );
     }
     Ok(if stale.is_empty() && broken.is_empty() { exit::OK } else { exit::REGRESSION })
@@ -108,8 +122,9 @@ fn output(xtask: &Path, root: &Path, args: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
 }
 
-/// `text` with each generated block written anew from `run(ARGS)`.
-fn regenerate(text: &str, run: &dyn Fn(&str) -> Result<String>) -> Result<String> {
+/// `text` with each generated block written anew from `run(ARGS)`, or kept
+/// as it is where `run` gives nothing (a block it cannot run here).
+fn regenerate(text: &str, run: &dyn Fn(&str) -> Result<Option<String>>) -> Result<String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find(MARKER) {
@@ -126,11 +141,11 @@ fn regenerate(text: &str, run: &dyn Fn(&str) -> Result<String>) -> Result<String
             _ => bail!("a marker that names no command: {}", marker.trim()),
         };
         let Some(end) = from.find(END) else { bail!("`{}` has no `{END}`", marker.trim()) };
-        let printed = run(args)?;
         out.push_str(marker);
-        match markdown {
-            true => out.push_str(&format!("{printed}\n")),
-            false => out.push_str(&format!("```text\n{printed}\n```\n")),
+        match (run(args)?, markdown) {
+            (None, _) => out.push_str(&from[line_end..end]),
+            (Some(printed), true) => out.push_str(&format!("{printed}\n")),
+            (Some(printed), false) => out.push_str(&format!("```text\n{printed}\n```\n")),
         }
         rest = &from[end..];
     }
@@ -245,21 +260,36 @@ mod tests {
         let text = "# T\n\nbefore\n<!-- cargo xtask docs: boards -->\n```text\nold\n```\n<!-- end of generated -->\n\
                     between\n<!-- cargo xtask docs, markdown: analyze --operators --tflm $TFLM -->\n| old |\n\
                     <!-- end of generated -->\nafter\n";
-        let fresh = regenerate(text, &|args| Ok(format!("ran {args}"))).unwrap();
+        let fresh = regenerate(text, &|args| Ok(Some(format!("ran {args}")))).unwrap();
         assert_eq!(
             fresh,
             "# T\n\nbefore\n<!-- cargo xtask docs: boards -->\n```text\nran boards\n```\n<!-- end of generated -->\n\
              between\n<!-- cargo xtask docs, markdown: analyze --operators --tflm $TFLM -->\nran analyze --operators \
              --tflm $TFLM\n<!-- end of generated -->\nafter\n"
         );
-        assert_eq!(regenerate(&fresh, &|args| Ok(format!("ran {args}"))).unwrap(), fresh, "a fixed point");
+        assert_eq!(regenerate(&fresh, &|args| Ok(Some(format!("ran {args}")))).unwrap(), fresh, "a fixed point");
         assert_eq!(regenerate("no marker\n", &|_| bail!("not run")).unwrap(), "no marker\n");
         let unended = "<!-- cargo xtask docs: boards -->\n```text\nold\n```\n";
-        assert!(regenerate(unended, &|a| Ok(a.into())).unwrap_err().to_string().contains("has no"));
+        assert!(regenerate(unended, &|a| Ok(Some(a.into()))).unwrap_err().to_string().contains("has no"));
         let nameless = "<!-- cargo xtask docs boards -->\n<!-- end of generated -->\n";
-        assert!(regenerate(nameless, &|a| Ok(a.into())).unwrap_err().to_string().contains("names no command"));
+        assert!(regenerate(nameless, &|a| Ok(Some(a.into()))).unwrap_err().to_string().contains("names no command"));
         let failing = regenerate(text, &|_| bail!("it failed")).unwrap_err();
         assert_eq!(failing.to_string(), "it failed");
+    }
+
+    #[test]
+    fn a_block_that_cannot_run_here_is_kept_as_it_is_and_the_rest_written() {
+        let text = "<!-- cargo xtask docs: boards -->\n```text\nold\n```\n<!-- end of generated -->\nmiddle\n\
+                    <!-- cargo xtask docs, markdown: analyze --operators --tflm $TFLM -->\n| old |\n| --- |\n\
+                    <!-- end of generated -->\nend\n";
+        let skipping = |args: &str| Ok((!args.contains("$TFLM")).then(|| format!("ran {args}")));
+        assert_eq!(
+            regenerate(text, &skipping).unwrap(),
+            "<!-- cargo xtask docs: boards -->\n```text\nran boards\n```\n<!-- end of generated -->\nmiddle\n\
+             <!-- cargo xtask docs, markdown: analyze --operators --tflm $TFLM -->\n| old |\n| --- |\n\
+             <!-- end of generated -->\nend\n"
+        );
+        assert_eq!(regenerate(text, &|_| Ok(None)).unwrap(), text, "nothing run, nothing changed");
     }
 
     #[test]

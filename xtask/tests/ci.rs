@@ -42,12 +42,48 @@ fn hosted_ci_runs_what_ci_run_runs() {
     let script = std::fs::read_to_string(root().join(".ci/run")).unwrap();
     assert!(hosted.contains("run: bash .ci/run"), "the hosted workflow must run .ci/run");
     let commands: Vec<&str> = script.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+    // The whole of `ci` with a TFLM, then, as a new user's `ci` runs it, the
+    // book's check without one; `set -e` fails the script when either fails.
     assert_eq!(
         commands,
-        ["set -euo pipefail", "cd \"$(dirname \"$0\")/..\"", "cargo xtask ci --test-tflm ../shared/tflm"]
+        [
+            "set -euo pipefail",
+            "cd \"$(dirname \"$0\")/..\"",
+            "cargo xtask ci --test-tflm ../shared/tflm",
+            "cargo xtask docs"
+        ]
     );
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     assert!(readme.contains("cargo xtask ci "), "the README's test command is what CI runs");
+}
+
+/// `.ci/run` fails when its book check without a TFLM fails, after the
+/// whole `ci` passed (and passes when both do): run with `cargo` standing in
+/// for the real one, answering each invocation with the status given.
+#[test]
+fn ci_run_fails_when_the_book_check_without_a_tflm_fails() {
+    let run = |docs_status: i32| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".ci")).unwrap();
+        std::fs::copy(root().join(".ci/run"), dir.path().join(".ci/run")).unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let log = dir.path().join("calls");
+        let stand_in = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$2\" in docs) exit {docs_status};; *) exit 0;; esac\n",
+            log.display()
+        );
+        std::fs::write(bin.join("cargo"), stand_in).unwrap();
+        let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(bin.join("cargo"), executable).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let status = Command::new("bash").arg(dir.path().join(".ci/run")).env("PATH", path).status().unwrap();
+        (status.code(), std::fs::read_to_string(log).unwrap())
+    };
+    let calls = "xtask ci --test-tflm ../shared/tflm\nxtask docs\n";
+    assert_eq!(run(0), (Some(0), calls.to_owned()));
+    assert_eq!(run(1), (Some(1), calls.to_owned()));
+    assert_eq!(run(2), (Some(2), calls.to_owned()));
 }
 
 #[test]
