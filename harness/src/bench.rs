@@ -15,16 +15,16 @@ use std::time::{Duration, Instant};
 
 use hilmem_protocol::Frame;
 
+use crate::config::board::{self, Board, Runner};
+use crate::config::models;
+use crate::config::runtime::Runtime;
+use crate::device::runner::{qemu_args, QEMU, STDIO_UART};
+use crate::image::elf::ImageSizes;
+use crate::image::firmware;
+use crate::image::firmware::Variant;
 use crate::model::tree::{Generation, Kernels};
 use crate::run::measurement::{DEFAULT_FRAMES, SINGLE_FRAME, STREAM};
 use crate::run::{self, ConfigError, Options};
-use crate::spec::board::{self, Board, Runner};
-use crate::spec::models;
-use crate::spec::runtime::Runtime;
-use crate::target::elf::ImageSizes;
-use crate::target::firmware;
-use crate::target::firmware::Variant;
-use crate::target::runner::{qemu_args, QEMU, STDIO_UART};
 use crate::Workspace;
 
 #[derive(Debug, thiserror::Error)]
@@ -299,7 +299,7 @@ pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -
         progress(&format!("building {}/{model} ({variant:?})", board.name));
         let image =
             firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
-        sizes.push(crate::target::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
+        sizes.push(crate::image::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
     }
     Ok(LayerCost { board: board.name, model: model.to_owned(), with: sizes[0], without: sizes[1] })
 }
@@ -530,7 +530,7 @@ fn time_analyze(
         analyze()?;
         let (mut read, mut kept) = (Duration::ZERO, Duration::ZERO);
         for _ in 0..runs {
-            let _ = std::fs::remove_file(crate::spec::runtime::kept_facts(root));
+            let _ = std::fs::remove_file(crate::config::runtime::kept_facts(root));
             read += analyze()?;
             kept += analyze()?;
         }

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::spec::board::{Board, Layout, Runner};
-use crate::target::runner::QEMU;
+use crate::config::board::{Board, Layout, Runner};
+use crate::device::runner::QEMU;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DoctorError {
@@ -134,7 +134,7 @@ pub fn needs(boards: &[Board], tests: bool) -> Vec<Need> {
         needs.push(Need::Package { what: QEMU, package: "qemu-system-arm", probe: Probe::Runs(QEMU) });
     }
     // The host's own target comes with every toolchain.
-    for board in boards.iter().filter(|b| b.target != crate::spec::hardware::HOST_TARGET) {
+    for board in boards.iter().filter(|b| b.target != crate::config::hardware::HOST_TARGET) {
         let need = Need::RustTarget(board.target.clone());
         if !needs.contains(&need) {
             needs.push(need);

@@ -6,14 +6,16 @@
 //!
 //! 1. [`model`]: a `.tflite` file on its own: reader, writer, TFLM's operator
 //!    tables, the arena plan and tail the analyzer predicts.
-//! 2. [`spec`]: what to measure: board profiles, the models file, and a
+//! 2. [`config`]: what to measure: board profiles, the models file, and a
 //!    model's fit on a board.
-//! 3. [`target`]: an image on a board: the firmware build, the ELF's facts,
-//!    the runners and transports, the decoded session.
-//! 4. [`run`]: the run over boards, models and scenarios, and the
+//! 3. [`image`]: what an image is before it runs: the firmware build, the
+//!    ELF's facts and the footprint by component.
+//! 4. [`device`]: an image running on a board: the runners and transports,
+//!    the decoded session.
+//! 5. [`run`]: the run over boards, models and scenarios, and the
 //!    measurement records it produces.
-//! 5. [`verdict`]: records against the approved baselines in git.
-//! 6. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
+//! 6. [`verdict`]: records against the approved baselines in git.
+//! 7. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
 //!
 //! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`],
 //! [`children`] and [`gitrepo`] are helpers any folder may use (and that
@@ -23,17 +25,18 @@
 
 pub mod bench;
 pub mod children;
+pub mod config;
+pub mod device;
 pub mod doctor;
 pub mod fsutil;
 pub mod fuzz;
 pub mod gitrepo;
+pub mod image;
 pub mod model;
 pub mod report;
 pub mod run;
-pub mod spec;
 pub mod strict_toml;
 pub mod sweep;
-pub mod target;
 pub mod verdict;
 pub mod workspace;
 

@@ -2,15 +2,15 @@
 //! and whether the chosen TFLM registers its operators.
 
 use anyhow::{Context, Result};
+use harness::config::board::Board;
+use harness::config::fit;
+use harness::config::models::{self, ModelSpec, SetSpec};
+use harness::config::runtime::{Generation, Kernels, Runtime};
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::registry::Operators;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
-use harness::spec::board::Board;
-use harness::spec::fit;
-use harness::spec::models::{self, ModelSpec, SetSpec};
-use harness::spec::runtime::{Generation, Kernels, Runtime};
 use harness::{report, Workspace};
 
 use crate::exit;

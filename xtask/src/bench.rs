@@ -2,8 +2,8 @@
 //! the arena layer's measurement machinery costs in the firmware.
 
 use anyhow::{Context, Result};
-use harness::spec::models;
-use harness::spec::runtime::Kernels;
+use harness::config::models;
+use harness::config::runtime::Kernels;
 use harness::{bench, Workspace};
 
 use crate::exit;

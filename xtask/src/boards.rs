@@ -2,8 +2,8 @@
 //! attached right now.
 
 use anyhow::Result;
-use harness::spec::board;
-use harness::target::runner::{self, probe};
+use harness::config::board;
+use harness::device::runner::{self, probe};
 use harness::{report, Workspace};
 
 use crate::exit;

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use harness::spec::board;
-use harness::spec::runtime::Choice;
+use harness::config::board;
+use harness::config::runtime::Choice;
 use harness::{doctor, Workspace};
 
 use crate::exit;

@@ -1,7 +1,7 @@
 //! `cargo xtask doctor`: check and install the toolchain.
 
 use anyhow::Result;
-use harness::spec::board;
+use harness::config::board;
 use harness::{doctor, Workspace};
 
 use crate::exit;

@@ -3,10 +3,10 @@
 //! tests replay.
 
 use anyhow::{Context, Result};
+use harness::config::models;
+use harness::device::wire::{self, WIRE};
 use harness::fuzz::{self, Subject};
 use harness::model::fuzz::MODELS;
-use harness::spec::models;
-use harness::target::wire::{self, WIRE};
 use harness::Workspace;
 
 use crate::exit;

@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use harness::config::board;
+use harness::config::hardware::Selector;
+use harness::config::runtime::Kernels;
+use harness::device::runner::noise::Noise;
+use harness::device::runner::{self, probe, RunOptions};
 use harness::report::page;
 use harness::run::{self, Options};
-use harness::spec::board;
-use harness::spec::hardware::Selector;
-use harness::spec::runtime::Kernels;
-use harness::target::runner::noise::Noise;
-use harness::target::runner::{self, probe, RunOptions};
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};

@@ -2,7 +2,7 @@
 //! for a workflow's `strategy.matrix`), so no workflow lists boards by hand.
 
 use anyhow::Result;
-use harness::spec::board;
+use harness::config::board;
 use harness::Workspace;
 
 use crate::exit;

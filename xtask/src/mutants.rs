@@ -63,7 +63,7 @@ const GROUPS: &[Group] = &[
         package: "harness",
         scope: &[
             ("harness/src/run/record.rs", &[]),
-            ("harness/src/target/session.rs", &[]),
+            ("harness/src/device/session.rs", &[]),
             ("harness/src/verdict/approval.rs", &[]),
             (
                 "harness/src/verdict/compare.rs",

@@ -6,8 +6,8 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use harness::children;
+use harness::image::firmware::Variant;
 use harness::run::Event;
-use harness::target::firmware::Variant;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub enum Progress {

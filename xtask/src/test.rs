@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use harness::spec::board;
+use harness::config::board;
 use harness::{doctor, Workspace};
 
 use crate::exit;

@@ -89,7 +89,7 @@ fn ci_run_fails_when_the_book_check_without_a_tflm_fails() {
 #[test]
 fn the_matrix_is_the_board_profiles() {
     let ws = harness::Workspace::from_source();
-    let boards = harness::spec::board::load_all(&ws).unwrap();
+    let boards = harness::config::board::load_all(&ws).unwrap();
     for (kind, emulated) in [("real", false), ("emulated", true)] {
         let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["matrix", "--kind", kind]).output().unwrap();
         assert!(out.status.success());

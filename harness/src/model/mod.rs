@@ -3,7 +3,6 @@
 
 pub mod analysis;
 pub mod fuzz;
-pub mod operator_models;
 pub mod planner;
 pub mod registry;
 pub mod tail;

@@ -9,6 +9,9 @@ use tabled::builder::Builder;
 use tabled::settings::object::Columns;
 use tabled::settings::{Alignment, Style};
 
+use crate::config::board::{Board, Layout, Runner};
+use crate::device::runner::probe::ProbeSummary;
+use crate::image::footprint::describe;
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::registry::Operators;
 use crate::model::tail::cmsis_nn::{self, KernelPath};
@@ -18,9 +21,6 @@ use crate::run::measurement::{
     metric, ArenaPrediction, Measurement, TflmBreakdown, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED,
 };
 use crate::run::results::Results;
-use crate::spec::board::{Board, Layout, Runner};
-use crate::target::footprint::describe;
-use crate::target::runner::probe::ProbeSummary;
 use crate::verdict::baseline::BaselineFile;
 use crate::verdict::compare::{Comparison, Row, Verdict};
 
@@ -732,7 +732,7 @@ pub fn set_analysis(name: &str, sharing: Sharing, s: &SetAnalysis) -> String {
 }
 
 /// How the arena fits a board: the suggestion against the budget and RAM.
-pub fn fit(f: &crate::spec::fit::Fit) -> String {
+pub fn fit(f: &crate::config::fit::Fit) -> String {
     let verdict = |room: usize| {
         if f.suggested_arena_bytes <= room {
             format!("fits, {} bytes spare", room - f.suggested_arena_bytes)

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::config::board::{Board, Layout};
+use crate::config::models;
 use crate::model::analysis::Analysis;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tree::{Generation, Kernels};
@@ -19,8 +21,6 @@ use crate::report::{
 };
 use crate::run::measurement::{metric, Measurement, BUILD};
 use crate::run::results::{Image, Results};
-use crate::spec::board::{Board, Layout};
-use crate::spec::models;
 use crate::verdict::baseline;
 use crate::verdict::compare::{Comparison, Verdict};
 

@@ -5,15 +5,15 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::board::Board;
+use crate::config::fit::predicts_for;
+use crate::config::models::Model;
+use crate::image::elf::{self, Image, ImageSizes};
+use crate::image::firmware::{map_path, Firmware};
+use crate::image::footprint;
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{metric, Check, Measurement, BUILD};
 use crate::run::record::{context, image_figures, predict, RunError, NOT_PREDICTED};
-use crate::spec::board::Board;
-use crate::spec::fit::predicts_for;
-use crate::spec::models::Model;
-use crate::target::elf::{self, Image, ImageSizes};
-use crate::target::firmware::{map_path, Firmware};
-use crate::target::footprint;
 
 /// The build record's note of how "auto" sized the arena.
 pub const ARENA_SOURCE: &str = "arena";

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::board::{Board, Runner};
+use crate::config::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
+use crate::device::session::{Output, Session};
+use crate::image::footprint::Footprint;
 use crate::model::analysis::Sharing;
-use crate::spec::board::{Board, Runner};
-use crate::spec::models::{Expect, InputSpec, ModelSpec, OtaOutcome};
-use crate::target::footprint::Footprint;
-use crate::target::session::{Output, Session};
 
 /// Stable metric names.
 pub mod metric {
@@ -439,7 +439,7 @@ pub fn checks(model: &ModelSpec, scenario: &str, session: &Session) -> Vec<Check
                 detail: said.to_owned(),
             });
             if accepted {
-                let name = crate::target::firmware::ota_output_name(&model.ota.input.name);
+                let name = crate::image::firmware::ota_output_name(&model.ota.input.name);
                 checks.extend(output_check(&name, &model.ota.input, &session.outputs));
             }
         }
@@ -474,7 +474,7 @@ fn output_check(reported: &str, input: &InputSpec, outputs: &[Output]) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::models::{InputData, OtaSpec};
+    use crate::config::models::{InputData, OtaSpec};
 
     fn input(name: &str, expect: Option<Expect>) -> InputSpec {
         InputSpec { name: name.into(), data: InputData::Values(vec![0.0]), expect }
@@ -484,9 +484,9 @@ mod tests {
         ModelSpec {
             name: "m".into(),
             file: "m.tflite".into(),
-            arena: crate::spec::models::Arena::Bytes(64),
+            arena: crate::config::models::Arena::Bytes(64),
             planner: crate::model::planner::Planner::Greedy,
-            kernels: crate::spec::runtime::Kernels::Reference,
+            kernels: crate::config::runtime::Kernels::Reference,
             inputs: vec![
                 input("a", Some(Expect::Class(1))),
                 input("b", Some(Expect::Value { value: 1.0, tolerance: 0.1 })),
@@ -502,7 +502,7 @@ mod tests {
                 min_free_heap_bytes: 0,
                 expect: ota_expect,
             },
-            capture: crate::spec::models::CaptureSpec::default(),
+            capture: crate::config::models::CaptureSpec::default(),
             set: None,
         }
     }

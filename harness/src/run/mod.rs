@@ -1,7 +1,7 @@
 //! The run behind `hil`: for each board (boards in parallel) and model, build
 //! the firmware, run each scenario from a fresh boot, and collect the
 //! measurement records ([`results::Results`]). Uses [`crate::target`],
-//! [`crate::spec`] and [`crate::model`]; the verdict and the reports read
+//! [`crate::config`] and [`crate::model`]; the verdict and the reports read
 //! what it produces.
 
 pub mod build;
@@ -16,20 +16,20 @@ use std::time::Duration;
 
 use hilmem_protocol::WARM_UP_FRAMES;
 
+use crate::config::board::{self, Board, BoardError, Runner};
+use crate::config::fit;
+use crate::config::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
+use crate::config::runtime::{Kernels, Runtime, RuntimeError};
+use crate::device::runner::probe::{self, DryRun, DryRunError};
+use crate::device::runner::{self, Run, RunOptions};
+use crate::image::elf::{self, ImageSizes};
+use crate::image::firmware::{self, BuildError, Firmware, Variant};
 use crate::model::analysis::Sharing;
 use crate::run::measurement::{
     metric, runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
 };
 use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
-use crate::spec::board::{self, Board, BoardError, Runner};
-use crate::spec::fit;
-use crate::spec::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
-use crate::spec::runtime::{Kernels, Runtime, RuntimeError};
-use crate::target::elf::{self, ImageSizes};
-use crate::target::firmware::{self, BuildError, Firmware, Variant};
-use crate::target::runner::probe::{self, DryRun, DryRunError};
-use crate::target::runner::{self, Run, RunOptions};
 use crate::{gitrepo, Workspace};
 
 /// `--board` value that stands for every board that needs no hardware.

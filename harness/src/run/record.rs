@@ -7,19 +7,19 @@ use std::path::PathBuf;
 
 use hilmem_protocol::exit;
 
+use crate::config::board::Board;
+use crate::config::fit::predicts_for;
+use crate::config::models::{Model, ModelSpec};
+use crate::device::runner::{Ending, Run, RunnerError};
+use crate::image::elf::{ElfError, ImageSizes};
+use crate::image::firmware::{BuildError, Firmware};
+use crate::image::footprint::FootprintError;
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
     checks, clock_note, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, DMA_STREAM, DMA_STREAM_SLOW,
     MULTI_MODEL, NOT_REPORTED, RECORDED, SINGLE_FRAME,
 };
-use crate::spec::board::Board;
-use crate::spec::fit::predicts_for;
-use crate::spec::models::{Model, ModelSpec};
-use crate::target::elf::{ElfError, ImageSizes};
-use crate::target::firmware::{BuildError, Firmware};
-use crate::target::footprint::FootprintError;
-use crate::target::runner::{Ending, Run, RunnerError};
 
 /// The note a single-frame record on a 32-bit board carries instead of a
 /// prediction: why there is none.
@@ -446,9 +446,9 @@ fn printed(lines: &[String], prefix: &str) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::models::{self, Model, SetSpec};
+    use crate::config::runtime::{Generation, Runtime};
     use crate::run::measurement::STREAM;
-    use crate::spec::models::{self, Model, SetSpec};
-    use crate::spec::runtime::{Generation, Runtime};
     use crate::Workspace;
     use hilmem_protocol::Frame;
 
@@ -490,7 +490,7 @@ mod tests {
     /// A run that said `lines`, with TFLM's head and tail (48 + 1424 bytes)
     /// after the first, and ended with `ending`.
     fn run_lines(lines: &[String], ending: Ending) -> Run {
-        let mut session = crate::target::session::Session::default();
+        let mut session = crate::device::session::Session::default();
         for (i, line) in lines.iter().enumerate() {
             session.feed(line);
             if i == 0 {
@@ -793,7 +793,7 @@ mod tests {
         let ok = Ending::Exited(exit::OK);
         let clean_record = record(&board, &model, &firmware, sizes, SINGLE_FRAME, &run(&clean(), ok.clone())).unwrap();
         let copied = |frames: usize| {
-            let mut session = crate::target::session::Session::new(2);
+            let mut session = crate::device::session::Session::new(2);
             session.log = vec!["Head usage: 48 bytes".into(), "Tail usage: 1424 bytes".into()];
             for (i, line) in lines(&clean()).into_iter().take(frames).enumerate() {
                 // The hello is sent once; of the rest, every other frame's
@@ -943,7 +943,7 @@ mod tests {
         };
         let recorded = |model: &Model, frames: &[Frame]| {
             let lines = lines(frames);
-            let mut session = crate::target::session::Session::default();
+            let mut session = crate::device::session::Session::default();
             for (i, line) in lines.iter().enumerate() {
                 session.feed(line);
                 if i == 0 {
@@ -982,7 +982,7 @@ mod tests {
     fn a_recording_run_gives_the_models_breakdown_or_names_what_it_did_not_print() {
         let (board, model, _, _) = setup();
         let run = |fed: &[String]| {
-            let mut session = crate::target::session::Session::default();
+            let mut session = crate::device::session::Session::default();
             fed.iter().for_each(|line| session.feed(line));
             Run { session, ending: Ending::Exited(exit::OK), diagnostics: String::new(), process: None }
         };

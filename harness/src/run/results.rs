@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::config::board::Board;
+use crate::config::models::{Model, ModelsError};
+use crate::config::runtime::{Generation, Kernels, Runtime};
 use crate::fsutil::write_atomic;
 use crate::run::measurement::Measurement;
-use crate::spec::board::Board;
-use crate::spec::models::{Model, ModelsError};
-use crate::spec::runtime::{Generation, Kernels, Runtime};
 
 /// A board, model and scenario that produced no measurement, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -411,7 +411,7 @@ mod tests {
     /// the build record replaces it.
     #[test]
     fn the_footprint_is_approved_with_the_build_record_only() {
-        use crate::target::footprint::Footprint;
+        use crate::image::footprint::Footprint;
         let checkout = Checkout::new();
         let parts = |firmware| Footprint { flash: figures(&[("firmware", firmware)]), static_ram: BTreeMap::new() };
         let mut old = baseline("hello_world", &[(BUILD, &[("flash_bytes", 100)])]);

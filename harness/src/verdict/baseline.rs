@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
 use crate::gitrepo::{self, GitError};
+use crate::image::footprint::Footprint;
 use crate::run::results::Meta;
 use crate::strict_toml::{self, TomlError};
-use crate::target::footprint::Footprint;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {

@@ -14,7 +14,7 @@ use harness::model::tail::Layout;
 use harness::model::tflm_ops;
 use harness::run::measurement::SINGLE_FRAME;
 
-use harness::spec::runtime::{bundled_tree, Generation};
+use harness::config::runtime::{bundled_tree, Generation};
 
 use crate::support::{
     compiled_layouts, default_board, measure, model, printed_by_tflm, ws, EVERY_OPERATOR, EVERY_OPERATOR_2023,
@@ -209,7 +209,7 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
         let failed = results.failed.iter().find(|f| f.model == name).unwrap_or_else(|| panic!("{name} ran"));
         assert!(failed.error.contains("TFLM could not load the model"), "{}", failed.error);
     }
-    let suggested = harness::spec::fit::fit(&hello_analysis, &default_board()).unwrap().suggested_arena_bytes;
+    let suggested = harness::config::fit::fit(&hello_analysis, &default_board()).unwrap().suggested_arena_bytes;
     assert_eq!(capacity("hello-auto"), suggested);
 }
 
@@ -219,8 +219,8 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
 #[test]
 fn the_operator_models_are_what_their_generator_writes() {
     let dir = ws().root().join("firmware/models/ops");
-    let file = harness::spec::models::load(&dir.join("hil.toml")).unwrap();
-    let generated = harness::model::operator_models::operator_models();
+    let file = harness::config::models::load(&dir.join("hil.toml")).unwrap();
+    let generated = crate::operator_models::operator_models();
     for (stem, bytes) in &generated {
         let path = dir.join(format!("{stem}.tflite"));
         if std::env::var_os("HILMEM_BLESS").is_some() {

@@ -5,11 +5,11 @@
 //! camera still writes end naming it, or, with the lifecycle's checks
 //! compiled out, give wrong answers.
 
+use harness::config::board::DEFAULT_BOARD;
+use harness::image::firmware::Variant;
 use harness::run::measurement::{metric, Measurement, DMA_STREAM, DMA_STREAM_SLOW, SINGLE_FRAME};
 use harness::run::record::CLOCK;
 use harness::run::{self, Options};
-use harness::spec::board::DEFAULT_BOARD;
-use harness::target::firmware::Variant;
 
 use crate::support::*;
 

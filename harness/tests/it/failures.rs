@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use harness::device::runner::{self, Ending, RunOptions};
 use harness::run;
 use harness::run::measurement::SINGLE_FRAME;
 use harness::run::record::RunError;
 use harness::run::results::Results;
-use harness::target::runner::{self, Ending, RunOptions};
 use hilmem_protocol::exit;
 
 use crate::support::*;
@@ -209,8 +209,8 @@ fn an_image_built_for_another_board_is_not_deployed() {
 /// took.
 #[test]
 fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
+    use harness::device::runner::noise::Noise;
     use harness::run::TRIES;
-    use harness::target::runner::noise::Noise;
     let mut options = hello_world_in(SINGLE_FRAME);
     let single_frame = |results: Results| results.records.into_iter().find(|r| r.scenario == SINGLE_FRAME);
     let clean = single_frame(run::run(&ws(), &options, &|_| {}).unwrap()).expect("the clean run's record");

@@ -2,13 +2,13 @@
 //! that agree with TFLM's own and across boards, right answers, and the same
 //! numbers every time.
 
+use harness::config::board::Layout;
+use harness::config::board::DEFAULT_BOARD;
+use harness::config::runtime::Generation;
+use harness::device::runner::{self, Ending, Next, Run, RunOptions};
+use harness::device::session::Session;
 use harness::run;
 use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
-use harness::spec::board::Layout;
-use harness::spec::board::DEFAULT_BOARD;
-use harness::spec::runtime::Generation;
-use harness::target::runner::{self, Ending, Next, Run, RunOptions};
-use harness::target::session::Session;
 use hilmem_protocol::Frame;
 use object::{Object, ObjectSection, ObjectSymbol};
 
@@ -34,7 +34,7 @@ fn assert_consistent(record: &Measurement, run: &Run, stack_budget: i64) {
     assert!(record.passed(), "{:?}", record.checks);
 }
 
-fn stack_budget(board: &harness::spec::board::Board) -> i64 {
+fn stack_budget(board: &harness::config::board::Board) -> i64 {
     match board.layout {
         Layout::BareMetal(m) => m.stack_bytes as i64,
         Layout::Process { stack_bytes } => stack_bytes as i64,
@@ -117,7 +117,7 @@ fn the_host_board_runs_the_same_logic_and_reports_its_rss() {
 fn the_pty_transport_gives_the_same_record_as_stdio() {
     let stdio = default_board();
     let mut pty = stdio.clone();
-    pty.transport = harness::spec::board::Transport::Pty;
+    pty.transport = harness::config::board::Transport::Pty;
     let (through_stdio, _) = measure(&stdio, "hello_world", SINGLE_FRAME);
     let (through_pty, run) = measure(&pty, "hello_world", SINGLE_FRAME);
     assert_eq!(through_pty, through_stdio);
@@ -130,7 +130,7 @@ fn the_pty_transport_gives_the_same_record_as_stdio() {
 #[test]
 fn a_pty_read_only_after_qemu_exited_still_gets_the_whole_run() {
     let mut board = default_board();
-    board.transport = harness::spec::board::Transport::Pty;
+    board.transport = harness::config::board::Transport::Pty;
     let model = model("hello_world");
     let (firmware, _) = build(&board, &model);
     let mut target = runner::start(&board, &firmware.elf, &RunOptions::default(), None).unwrap();

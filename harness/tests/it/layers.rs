@@ -1,7 +1,9 @@
 //! The library's folders stay in layers (a tidy test over the source tree):
 //! a file may use its own folder, the folders below it and the helpers at the
 //! crate root, never a folder above it; and no two modules use each other,
-//! however indirectly. Only code counts: lines that are comments are skipped.
+//! however indirectly, at any depth (a folder and the modules inside it are
+//! one: its `mod.rs` is what they share). Only code counts: lines that are
+//! comments are skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -9,13 +11,13 @@ use std::path::Path;
 use crate::support::ws;
 
 /// The folders of `harness/src`, lowest first.
-const LAYERS: [&str; 6] = ["model", "spec", "target", "run", "verdict", "report"];
+const LAYERS: [&str; 7] = ["model", "config", "image", "device", "run", "verdict", "report"];
 /// Files at the root that any folder may use and that use no folder.
 const HELPERS: [&str; 6] = ["workspace", "strict_toml", "fsutil", "fuzz", "children", "gitrepo"];
 /// Files at the root that use the folders and that no folder uses.
 const TOOLS: [&str; 3] = ["doctor", "bench", "sweep"];
 
-/// Where a top-level module stands: helpers 0, the folders 1 to 6, tools 7.
+/// Where a top-level module stands: helpers 0, the folders 1 to 7, tools 8.
 fn rank(top: &str) -> Option<usize> {
     if HELPERS.contains(&top) {
         Some(0)
@@ -26,76 +28,75 @@ fn rank(top: &str) -> Option<usize> {
     }
 }
 
-/// The module a file belongs to for the graph: a root file, a folder's own
-/// `mod.rs`, or a folder's module (with everything below it).
-fn node_of(path: &str) -> String {
-    let parts: Vec<&str> = path.trim_end_matches(".rs").split('/').collect();
-    match parts.as_slice() {
-        [top] => top.to_string(),
-        [layer, "mod"] => layer.to_string(),
-        [layer, module, ..] => format!("{layer}::{module}"),
-        [] => unreachable!(),
-    }
+/// The module a file is: `device/runner/pty.rs` is `device::runner::pty`,
+/// a folder's `mod.rs` is the folder.
+fn module_of(path: &str) -> String {
+    let path = path.trim_end_matches(".rs");
+    path.strip_suffix("/mod").unwrap_or(path).replace('/', "::")
 }
 
-/// The paths a line of code names from the crate root, as their first two
-/// segments (`crate::spec::board::Board` gives `spec::board`). In a file
-/// directly inside a folder, a top-level `use super::x` names its sibling
-/// `x` (indented, `super` is the file itself, as in its tests).
-fn paths_named(line: &str, path: &str) -> Vec<Vec<String>> {
+/// The paths a line of code in `module` names, from the crate root: every
+/// `crate::...`, and a top-level `use super::...` (indented, in a file's
+/// tests, `super` is the file itself). A group (`crate::{a, b::c}`) names
+/// each of its items.
+fn paths_named(line: &str, module: &str) -> Vec<Vec<String>> {
     let ident = |s: &str| -> Vec<String> {
         s.split("::")
             .map(|seg| seg.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
             .take_while(|seg| !seg.is_empty())
-            .take(2)
             .collect()
+    };
+    let items = |rest: &str| -> Vec<Vec<String>> {
+        let Some(group) = rest.strip_prefix('{') else { return vec![ident(rest)] };
+        let (mut depth, mut item, mut found) = (0, String::new(), Vec::new());
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    found.push(ident(item.trim()));
+                    item.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            item.push(c);
+        }
+        found.push(ident(item.trim()));
+        found
     };
     let mut found = Vec::new();
     for (at, _) in line.match_indices("crate::") {
         if at > 0 && line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
             continue; // `my_crate::`, not the crate root
         }
-        let rest = &line[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // `crate::{a, b::c}`: each item at the group's top level.
-            let (mut depth, mut item) = (0, String::new());
-            for c in group.chars() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        found.push(ident(item.trim()));
-                        item.clear();
-                        continue;
-                    }
-                    _ => {}
-                }
-                item.push(c);
-            }
-            found.push(ident(item.trim()));
-        } else {
-            found.push(ident(rest));
-        }
+        found.extend(items(&line[at + "crate::".len()..]));
     }
-    let sibling = line.strip_prefix("use super::").or_else(|| line.strip_prefix("pub use super::"));
-    if let (Some(rest), [layer, file]) = (sibling, path.split('/').collect::<Vec<_>>().as_slice()) {
-        if *file != "mod.rs" {
-            found.push([layer.to_string()].into_iter().chain(ident(rest).into_iter().take(1)).collect());
-        }
+    let parent: Vec<String> =
+        module.split("::").map(str::to_owned).collect::<Vec<_>>().split_last().unwrap().1.to_vec();
+    let uses_super = ["use super::", "pub use super::"].iter().find_map(|p| line.strip_prefix(p));
+    if let Some(rest) = uses_super {
+        found.extend(items(rest).into_iter().map(|item| parent.iter().cloned().chain(item).collect()));
     }
     found.retain(|p| !p.is_empty());
     found
 }
 
+/// Whether one of two modules holds the other (or they are the same).
+fn nested(a: &str, b: &str) -> bool {
+    let within = |inner: &str, outer: &str| inner == outer || inner.starts_with(&format!("{outer}::"));
+    within(a, b) || within(b, a)
+}
+
 /// Every import that goes up the layers, and every circle between modules,
 /// in a source tree given as (path below `src/`, text).
 fn violations(files: &[(String, String)]) -> Vec<String> {
-    let modules: BTreeSet<String> = files.iter().map(|(p, _)| node_of(p)).collect();
+    let modules: BTreeSet<String> = files.iter().map(|(p, _)| module_of(p)).collect();
     let mut problems = Vec::new();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in files {
-        let node = node_of(path);
+        let node = module_of(path);
         let top = node.split("::").next().unwrap();
         if top == "lib" {
             continue;
@@ -104,19 +105,30 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
             problems.push(format!("{path}: `{top}` is in no layer; add it to the layers test"));
             continue;
         };
+        // A file's unit tests (`mod tests { ... }` at its top level) are a
+        // module of their own, inside the file's: what only they use makes
+        // no circle.
+        let mut from = node.clone();
         let code = text.lines().enumerate().filter(|(_, l)| !l.trim_start().starts_with("//"));
         for (n, line) in code {
-            for named in paths_named(line, path) {
+            match line {
+                "mod tests {" => from = format!("{node}::tests"),
+                "}" => from = node.clone(),
+                _ => {}
+            }
+            for named in paths_named(line, &node) {
                 let Some(theirs) = rank(&named[0]) else { continue };
                 if theirs > own {
                     problems.push(format!("{path}:{}: `{top}` uses `{}`, a layer above it", n + 1, named[0]));
                 }
-                let target = match named.as_slice() {
-                    [layer, module] if modules.contains(&format!("{layer}::{module}")) => format!("{layer}::{module}"),
-                    _ => named[0].clone(),
-                };
-                if target != node {
-                    edges.entry(node.clone()).or_default().insert(target);
+                // The deepest module the path names (the rest is an item in it).
+                let target = (1..=named.len())
+                    .rev()
+                    .map(|len| named[..len].join("::"))
+                    .find(|m| modules.contains(m))
+                    .unwrap_or_else(|| named[0].clone());
+                if !nested(&target, &from) {
+                    edges.entry(from.clone()).or_default().insert(target);
                 }
             }
         }
@@ -184,24 +196,43 @@ fn an_import_up_the_layers_and_a_circle_are_found() {
     let up = tree(&[
         ("model/tail.rs", "use crate::run::results::Results;"),
         ("run/results.rs", ""),
-        ("fsutil.rs", "    let x = crate::{spec::board, gitrepo};"),
-        ("spec/board.rs", "// use crate::report; (a comment)"),
+        ("fsutil.rs", "    let x = crate::{config::board, gitrepo};"),
+        ("config/board.rs", "// use crate::report; (a comment)"),
+        ("image/elf.rs", "use crate::device::session::Session;"),
+        ("device/session.rs", ""),
     ]);
     assert_eq!(
         violations(&up),
         [
             "model/tail.rs:1: `model` uses `run`, a layer above it",
-            "fsutil.rs:1: `fsutil` uses `spec`, a layer above it",
+            "fsutil.rs:1: `fsutil` uses `config`, a layer above it",
+            "image/elf.rs:1: `image` uses `device`, a layer above it",
         ]
     );
     let circle = tree(&[
-        ("spec/board.rs", "use super::models::ModelSpec;"),
-        ("spec/models.rs", "pub fn f() -> crate::spec::fit::Fit { todo!() }"),
-        ("spec/fit.rs", "use crate::spec::board::Board;"),
-        ("target/runner/pty.rs", "use super::child; use crate::spec::board;"),
-        ("target/runner/child.rs", "use super::pty;"),
+        ("config/board.rs", "use super::models::ModelSpec;"),
+        ("config/models.rs", "pub fn f() -> crate::config::fit::Fit { todo!() }"),
+        ("config/fit.rs", "use crate::config::board::Board;"),
     ]);
-    assert_eq!(violations(&circle), ["circle: spec::board -> spec::models -> spec::fit -> spec::board"]);
+    assert_eq!(violations(&circle), ["circle: config::board -> config::models -> config::fit -> config::board"]);
+    // Inside a folder of a folder: two of its modules that use each other are
+    // a circle; a module and the folder's `mod.rs` that holds it are not.
+    let inside = tree(&[
+        ("device/runner/mod.rs", "use crate::device::runner::pty::open;\npub trait Target {}"),
+        ("device/runner/pty.rs", "use super::child::Process;\nuse super::{lines, Target};"),
+        ("device/runner/child.rs", "use super::Target;\nfn f() { crate::device::runner::pty::open() }"),
+        ("device/runner/lines.rs", "    use super::Target; // its tests"),
+    ]);
+    assert_eq!(violations(&inside), ["circle: device::runner::child -> device::runner::pty -> device::runner::child"]);
+    // What only a file's unit tests use is no circle; up the layers, it is
+    // still refused.
+    let tests = tree(&[
+        ("model/tflite/write.rs", "use super::offline;"),
+        ("model/tflite/offline.rs", "#[cfg(test)]\nmod tests {\n    use crate::model::tflite::write::f;\n}"),
+        ("model/tflite.rs", "#[cfg(test)]\nmod tests {\n    use crate::run::x;\n}"),
+        ("run/mod.rs", ""),
+    ]);
+    assert_eq!(violations(&tests), ["model/tflite.rs:3: `model` uses `run`, a layer above it"]);
     assert_eq!(
         violations(&tree(&[("mystery.rs", "")])),
         ["mystery.rs: `mystery` is in no layer; add it to the layers test"]

@@ -8,6 +8,7 @@ mod current_tflm;
 mod failures;
 mod firmware_runs;
 mod layers;
+mod operator_models;
 mod real_boards;
 mod scenarios;
 mod snapshots;

@@ -1,7 +1,7 @@
 //! Images for the real boards: built, linked to their memory maps and ready
 //! for probe-rs (flashing and running them needs the hardware).
 
-use harness::spec::board::Layout;
+use harness::config::board::Layout;
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::support::*;

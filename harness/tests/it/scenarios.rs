@@ -1,11 +1,11 @@
 //! The scenarios on the default board: what each must show.
 
+use harness::image::firmware::Variant;
 use harness::run::measurement::{
     metric, Measurement, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, LOG_HEAVY, MULTI_MODEL, SCENARIOS, SINGLE_FRAME,
     STREAM,
 };
 use harness::run::{self, Options};
-use harness::target::firmware::Variant;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, Verdict};
 

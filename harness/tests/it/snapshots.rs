@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use harness::image::footprint::Footprint;
 use harness::report;
 use harness::run::measurement::{ArenaPrediction, Check, Measurement, Recorded, TflmBreakdown, RECORDED};
 use harness::run::results::{Failed, Results, RESULTS_FORMAT};
-use harness::target::footprint::Footprint;
 use harness::verdict::compare::{Comparison, Row, RuntimeChange, Verdict};
 
 fn check(rendered: &str, name: &str) {

@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use object::{Object, ObjectSection};
 
+use harness::config::board::{Board, DEFAULT_BOARD};
+use harness::config::models::{self, Model};
+use harness::config::runtime::{Runtime, Tree};
+use harness::device::runner::{Run, RunOptions};
+use harness::image::elf::{self, ImageSizes};
+use harness::image::firmware::{self, Firmware, Variant};
 use harness::model::tail::Layout;
 use harness::run::measurement::{Measurement, BUILD, DEFAULT_FRAMES, SINGLE_FRAME};
 use harness::run::results::Results;
 use harness::run::{self, Options};
-use harness::spec::board::{Board, DEFAULT_BOARD};
-use harness::spec::models::{self, Model};
-use harness::spec::runtime::{Runtime, Tree};
-use harness::target::elf::{self, ImageSizes};
-use harness::target::firmware::{self, Firmware, Variant};
-use harness::target::runner::{Run, RunOptions};
 use harness::Workspace;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);

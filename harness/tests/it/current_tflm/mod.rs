@@ -6,6 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use harness::config::board::DEFAULT_BOARD;
+use harness::config::runtime::{Generation, Runtime, Tree, BUNDLED};
+use harness::config::{fit, models};
+use harness::image::firmware::{self, Variant};
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::registry::Operator;
@@ -17,10 +21,6 @@ use harness::run::measurement::{
     metric, Measurement, Recorded, TflmBreakdown, BUILD, MULTI_MODEL, RECORDED, SINGLE_FRAME,
 };
 use harness::run::{self, Options};
-use harness::spec::board::DEFAULT_BOARD;
-use harness::spec::runtime::{Generation, Runtime, Tree, BUNDLED};
-use harness::spec::{fit, models};
-use harness::target::firmware::{self, Variant};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 

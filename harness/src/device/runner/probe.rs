@@ -15,9 +15,9 @@ use probe_rs::rtt::{Rtt, ScanRegion};
 use probe_rs::semihosting::SemihostingCommand;
 use probe_rs::{BreakpointCause, CoreStatus, HaltReason, Permissions, Session};
 
+use crate::config::hardware::{BadSelector, Selector};
 use crate::fsutil::Lock;
-use crate::spec::hardware::{BadSelector, Selector};
-use crate::target::elf::{ElfError, Image};
+use crate::image::elf::{ElfError, Image};
 
 use super::lines::LineBuffer;
 use super::{Ending, Next, RunnerError, Target};

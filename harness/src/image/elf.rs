@@ -8,7 +8,7 @@ use object::elf::{PT_LOAD, SHF_ALLOC, SHF_WRITE, SHT_NOBITS};
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, FileKind, Object, ObjectSection, ObjectSymbol};
 
-use crate::spec::board::{Layout, MemoryMap, Region, LINK_SLACK};
+use crate::config::board::{Layout, MemoryMap, Region, LINK_SLACK};
 
 /// Name of the tensor arena's symbol in the reference firmware.
 pub const ARENA_SYMBOL: &str = "HILMEM_ARENA";

@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::children;
+use crate::config::board::{Board, Layout, Runner};
+use crate::config::models::{Model, ModelSpec, ModelsError};
+use crate::config::runtime::{Generation, Kernels, Runtime, TFLM_DIR_VAR};
 use crate::fsutil::{copy_atomic, write_if_changed};
 use crate::model::analysis::Sharing;
 use crate::model::planner::Planner;
 use crate::model::tail::cmsis_nn::KernelPath;
-use crate::spec::board::{Board, Layout, Runner};
-use crate::spec::models::{Model, ModelSpec, ModelsError};
-use crate::spec::runtime::{Generation, Kernels, Runtime, TFLM_DIR_VAR};
 use crate::Workspace;
 use hilmem_protocol::ota::Header;
 use sha2::{Digest, Sha256};

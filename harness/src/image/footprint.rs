@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::board::Layout;
-use crate::target::elf::{in_flash, Image, ImageSizes, ARENA_SECTION, ARENA_SYMBOL};
+use crate::config::board::Layout;
+use crate::image::elf::{in_flash, Image, ImageSizes, ARENA_SECTION, ARENA_SYMBOL};
 
 /// TFLM's interpreter, allocator, planners and the helpers kernels share.
 pub const TFLM_CORE: &str = "tflm-core";

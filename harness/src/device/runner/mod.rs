@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use hilmem_protocol::Frame;
 
 use crate::children;
-use crate::spec::board::{Board, Runner, Transport};
-use crate::spec::hardware::Selector;
-use crate::target::session::Session;
+use crate::config::board::{Board, Runner, Transport};
+use crate::config::hardware::Selector;
+use crate::device::session::Session;
 
 pub const QEMU: &str = "qemu-system-arm";
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 pub use arena::budget::{Budget, Gate};
 use serde::Deserialize;
 
+use crate::config::hardware::{Cpu, QemuMachine, Selector, CPUS, QEMU_MACHINES};
 use crate::model::tree::target_arch;
-use crate::spec::hardware::{Cpu, QemuMachine, Selector, CPUS, QEMU_MACHINES};
 use crate::strict_toml::{self, TomlError};
 use crate::Workspace;
 
@@ -200,7 +200,7 @@ impl Board {
     /// from the profile's own figures: an image that fits links exactly as
     /// it would without the slack, and one that does not still links, so
     /// that hilmem can check it against the profile and say by how many
-    /// bytes it is over (`target::elf::placement`).
+    /// bytes it is over (`image::elf::placement`).
     pub fn memory_x(&self) -> Option<String> {
         let Layout::BareMetal(m) = &self.layout else { return None };
         let region = |name: &str, r: &Region, slack: u64| {

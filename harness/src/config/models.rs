@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::config::board::Board;
+use crate::config::fit;
+use crate::config::runtime::{Choice, Generation, Kernels, Runtime, RuntimeError};
 use crate::model::analysis::{Analysis, Sharing};
 use crate::model::planner::Planner;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tflite;
-use crate::spec::board::Board;
-use crate::spec::fit;
-use crate::spec::runtime::{Choice, Generation, Kernels, Runtime, RuntimeError};
 use crate::strict_toml::{self, TomlError};
 
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +48,7 @@ pub enum ModelsError {
 pub enum Arena {
     Bytes(u32),
     /// The analyzer's minimum plus the board's safety margin
-    /// ([`crate::spec::fit::Fit::suggested_arena_bytes`]).
+    /// ([`crate::config::fit::Fit::suggested_arena_bytes`]).
     Auto,
 }
 

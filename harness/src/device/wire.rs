@@ -5,8 +5,8 @@
 
 use hilmem_protocol::{crc32, Frame, MARK, MAX_PAYLOAD, VERSION};
 
+use crate::device::session::Session;
 use crate::fuzz::{Damage, Subject};
-use crate::target::session::Session;
 
 /// Frame lines, damaged as text or, behind a good checksum, as payload.
 pub const WIRE: Subject = Subject { extension: "line", outcome, damage };

@@ -7,7 +7,7 @@
 //! each an input and its answer, so that a test holds the prediction to
 //! TFLM's figures on the Cortex-M7.
 
-use crate::model::tflite::{
+use harness::model::tflite::{
     self, Extras, Field, Model, Operator, OperatorCode, Quantization, Subgraph, Tensor, BATCH_MATMUL_OPTIONS, FLOAT32,
     INT16, INT8, RESOURCE, VAR_HANDLE,
 };

@@ -2,9 +2,9 @@
 //! board's safety margin, against the budget's tensor arena and the RAM
 //! region the arena is linked into.
 
+use crate::config::board::{Board, Layout};
 use crate::model::analysis::Analysis;
 use crate::model::planner::BUFFER_ALIGNMENT;
-use crate::spec::board::{Board, Layout};
 
 /// Why there is no least arena to fit.
 #[derive(Debug, thiserror::Error)]
