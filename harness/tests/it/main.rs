@@ -2,6 +2,7 @@
 //! board and run under QEMU.
 
 mod analyzer;
+mod architecture;
 mod build_only;
 mod capture;
 mod current_tflm;
