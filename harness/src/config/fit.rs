@@ -27,7 +27,7 @@ const MEASURE: &str = "a run that boots the board measures it in a first boot (n
 pub struct Fit {
     pub board: String,
     /// The least arena TFLM accepts for the model.
-    pub minimum_arena_bytes: usize,
+    pub predicted_least_arena_bytes: usize,
     pub safety_margin_percent: u32,
     /// The minimum plus the board's safety margin, in 16-byte steps: what
     /// `arena_bytes = "auto"` builds with.
@@ -63,7 +63,7 @@ pub fn fit(analysis: &Analysis, board: &Board) -> Result<Fit, NotPredicted> {
     let (Layout::BareMetal(map), true) = (&board.layout, predicts_for(board)) else {
         return Err(NotPredicted::Target { board: board.name.clone(), target: board.target.clone() });
     };
-    let minimum = analysis.minimum_arena_bytes.ok_or_else(|| NotPredicted::Model {
+    let minimum = analysis.predicted_least_arena_bytes.ok_or_else(|| NotPredicted::Model {
         model: analysis.model.clone(),
         tflm: analysis.tflm,
         why: analysis.caveats.join("; "),
@@ -78,7 +78,7 @@ pub fn fit(analysis: &Analysis, board: &Board) -> Result<Fit, NotPredicted> {
     };
     Ok(Fit {
         board: board.name.clone(),
-        minimum_arena_bytes: minimum,
+        predicted_least_arena_bytes: minimum,
         safety_margin_percent: margin,
         suggested_arena_bytes: suggested,
         budget_arena_bytes: board.budget.tensor_arena_bytes as usize,

@@ -754,7 +754,7 @@ impl Model {
         let kernels = KernelPath::of(self.spec.kernels, board.tflm_arch.as_deref());
         let analysis =
             Analysis::of(&self.spec.ota.model, &self.update.parsed, tflm, kernels, self.spec.planner).ok()?;
-        fit::predicts_for(board).then_some(analysis.minimum_arena_bytes? as u32)
+        fit::predicts_for(board).then_some(analysis.predicted_least_arena_bytes? as u32)
     }
 }
 
@@ -968,7 +968,7 @@ expect_class = 2
         let model = spec.read(&Runtime::bundled()).unwrap();
         let m7 = model.arena_bytes(&board("qemu-m7"), Generation::Tfmicro2020).unwrap();
         assert_eq!(m7 as usize, fit::fit(&analysis, &board("qemu-m7")).unwrap().suggested_arena_bytes);
-        assert!(m7 as usize > analysis.minimum_arena_bytes.unwrap() && m7.is_multiple_of(16), "{m7}");
+        assert!(m7 as usize > analysis.predicted_least_arena_bytes.unwrap() && m7.is_multiple_of(16), "{m7}");
         let host = model.arena_bytes(&board("host"), Generation::Tfmicro2020).unwrap_err().to_string();
         assert!(host.contains("model `m`") && host.contains("x86_64"), "{host}");
         assert!(
@@ -981,7 +981,7 @@ expect_class = 2
         let today = Analysis::of("m", &parsed, Generation::Current, KernelPath::Reference, Planner::Greedy).unwrap();
         let current = model.arena_bytes(&board("qemu-m7"), Generation::Current).unwrap();
         assert_eq!(current as usize, fit::fit(&today, &board("qemu-m7")).unwrap().suggested_arena_bytes);
-        assert_ne!(today.minimum_arena_bytes, analysis.minimum_arena_bytes);
+        assert_ne!(today.predicted_least_arena_bytes, analysis.predicted_least_arena_bytes);
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub struct Analysis {
     pub predicted_arena_bytes: Option<usize>,
     /// The least arena `AllocateTensors` accepts (preparing and planning
     /// borrow room beyond head plus tail), and what sets it.
-    pub minimum_arena_bytes: Option<usize>,
+    pub predicted_least_arena_bytes: Option<usize>,
     pub least_arena_set_by: Option<String>,
     /// What the prediction leaves out, when anything.
     pub caveats: Vec<String>,
@@ -244,7 +244,7 @@ impl Analysis {
             Planner::Offline => model_plan_bytes.unwrap_or(hilmem_bytes),
         };
         let least = least_from.map(|from| match from {
-            LeastFrom::Tfmicro2020(tail) => tfmicro2020::minimum_arena(&tail, greedy, buffers.len()),
+            LeastFrom::Tfmicro2020(tail) => tfmicro2020::least_arena(&tail, greedy, buffers.len()),
             // The planner is given every buffer with bytes to place.
             LeastFrom::Current(tail) => {
                 let planned = buffers.iter().filter(|b| b.bytes > 0).count();
@@ -288,7 +288,7 @@ impl Analysis {
             offline_plan,
             tail_bytes: tail,
             predicted_arena_bytes: tail.map(|tail| head + tail),
-            minimum_arena_bytes: least.as_ref().map(|l| l.bytes),
+            predicted_least_arena_bytes: least.as_ref().map(|l| l.bytes),
             least_arena_set_by: least.map(|l| l.set_by),
             caveats,
             peak_step,
@@ -489,7 +489,7 @@ mod tests {
             (a.tflm, a.greedy_bytes, a.tail_bytes, a.predicted_arena_bytes),
             ("current", 48, Some(496), Some(544))
         );
-        assert_eq!(a.minimum_arena_bytes, Some(800));
+        assert_eq!(a.predicted_least_arena_bytes, Some(800));
         let set_by = a.least_arena_set_by.unwrap();
         assert!(
             set_by.starts_with("planning: 144 B of scratch-buffer requests, 4 B of subgraph offsets and 120 B"),

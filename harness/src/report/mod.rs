@@ -690,7 +690,7 @@ pub fn analysis(a: &Analysis) -> String {
         figure(a.predicted_arena_bytes),
         a.tflm,
         a.planner,
-        match (a.minimum_arena_bytes, &a.least_arena_set_by) {
+        match (a.predicted_least_arena_bytes, &a.least_arena_set_by) {
             (Some(bytes), Some(set_by)) => format!("{bytes} bytes (set by {set_by})"),
             (bytes, _) => figure(bytes),
         }
@@ -746,7 +746,7 @@ pub fn fit(f: &crate::config::fit::Fit) -> String {
          region {} ({} bytes{}): {}",
         f.board,
         f.suggested_arena_bytes,
-        f.minimum_arena_bytes,
+        f.predicted_least_arena_bytes,
         f.safety_margin_percent,
         f.budget_arena_bytes,
         verdict(f.budget_arena_bytes),

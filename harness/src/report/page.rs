@@ -491,7 +491,7 @@ fn predicted(a: &Analysis) -> String {
         (Some(tail), Some(used)) => format!("tail {tail} bytes; the {} TFLM uses {used} bytes", a.tflm),
         _ => format!("no tail predicted for the {} TFLM", a.tflm),
     };
-    if let Some(least) = a.minimum_arena_bytes {
+    if let Some(least) = a.predicted_least_arena_bytes {
         sentence += &format!(", accepts no less than {least}");
     }
     sentence + "."

@@ -338,7 +338,7 @@ pub(super) fn predict(model: &Model, firmware: &Firmware) -> Result<Prediction, 
     let (predicted, caveats, least) = match &spec.set {
         None => {
             let analysis = Analysis::of(&spec.name, &model.parsed, firmware.tflm, firmware.kernels, spec.planner)?;
-            (analysis.predicted_arena_bytes, analysis.caveats, analysis.minimum_arena_bytes)
+            (analysis.predicted_arena_bytes, analysis.caveats, analysis.predicted_least_arena_bytes)
         }
         Some(set) => {
             let analyses = model

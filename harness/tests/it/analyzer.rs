@@ -176,7 +176,7 @@ fn the_least_arena_is_where_tflm_starts_to_refuse() {
         Analysis::of(name, &model(name).parsed, Generation::Tfmicro2020, KernelPath::Reference, Planner::Greedy)
             .unwrap()
     };
-    let least = |name: &str| analysis(name).minimum_arena_bytes.unwrap();
+    let least = |name: &str| analysis(name).predicted_least_arena_bytes.unwrap();
     let (hello, speech) = (least("hello_world"), least("micro_speech"));
     let hello_input = "values = [0.5]";
     let speech_input = format!("file = \"{}\"", models.join("yes_micro_f2e59fea_nohash_1.data").display());

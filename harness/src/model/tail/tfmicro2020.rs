@@ -8,7 +8,7 @@
 //!
 //! While it plans, TFLM also needs room it gives back: an `AllocationInfo`
 //! per tensor below the tail and its planner's working arrays above the head,
-//! so the least arena it accepts can exceed head plus tail ([`minimum_arena`]).
+//! so the least arena it accepts can exceed head plus tail ([`least_arena`]).
 
 use super::{layout, Layout, LeastArena, Tail};
 use crate::model::planner::BUFFER_ALIGNMENT;
@@ -90,7 +90,7 @@ pub struct Prediction {
 /// and the number of buffers it plans: the larger of what stays (head and
 /// tail) and what planning borrows, rounded up to the 16 bytes hilmem's
 /// arena sizes come in.
-pub fn minimum_arena(tail: &Prediction, head: usize, planned: usize) -> LeastArena {
+pub fn least_arena(tail: &Prediction, head: usize, planned: usize) -> LeastArena {
     let mut planning = Tail(tail.before_variables);
     planning.place(ALLOCATION_INFO, tail.allocation_infos);
     let planner = PLANNER_BYTES_PER_BUFFER * planned;

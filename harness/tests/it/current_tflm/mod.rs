@@ -214,7 +214,7 @@ fn the_least_arena_is_where_the_current_tflm_starts_to_refuse() {
             let model = spec.read(&runtime).unwrap();
             let analysis =
                 Analysis::of(&spec.name, &model.parsed, Generation::Current, KernelPath::Reference, Planner::Greedy);
-            least.insert(spec.name, analysis.unwrap().minimum_arena_bytes.unwrap() as i64);
+            least.insert(spec.name, analysis.unwrap().predicted_least_arena_bytes.unwrap() as i64);
         }
         toml += &with_arenas(&models_file, |name| {
             vec![("-least".into(), least[name].to_string()), ("-short".into(), (least[name] - 16).to_string())]
@@ -299,7 +299,7 @@ fn mispredicted_split(
     check("head and tail", format!("{predicted:?}"), format!("{:?}", (head, Some(tail))));
     // The least arena is predicted but where a kernel's Invoke takes room
     // of its own (2023's SELECT_V2), whose least arena is measured only.
-    match a.minimum_arena_bytes {
+    match a.predicted_least_arena_bytes {
         Some(predicted) => check("least arena", predicted.to_string(), least.to_string()),
         None => {
             let eval = "not predicted: a kernel's Invoke takes room of its own";
