@@ -22,9 +22,9 @@ use crate::device::runner::{qemu_args, QEMU, STDIO_UART};
 use crate::image::elf::ImageSizes;
 use crate::image::firmware;
 use crate::image::firmware::Variant;
-use crate::model::tree::{Generation, Kernels};
 use crate::run::measurement::{DEFAULT_FRAMES, SINGLE_FRAME, STREAM};
 use crate::run::{self, ConfigError, Options};
+use crate::tflm::tree::{Generation, Kernels};
 use crate::Workspace;
 
 #[derive(Debug, thiserror::Error)]

@@ -4,18 +4,20 @@
 //! The folders follow a run's data, and each may use only the ones before it
 //! (a test over this source tree keeps that true):
 //!
-//! 1. [`model`]: a `.tflite` file on its own: reader, writer, TFLM's operator
-//!    tables, the arena plan and tail the analyzer predicts.
-//! 2. [`config`]: what to measure: board profiles, the models file, and a
+//! 1. [`tflm`]: a TFLM source tree: its API, generation and sources, the
+//!    operators it registers, what the bundled TFLM knows.
+//! 2. [`model`]: a `.tflite` file on its own: reader, writer, the arena plan
+//!    and tail the analyzer predicts, the op resolver it needs.
+//! 3. [`config`]: what to measure: board profiles, the models file, and a
 //!    model's fit on a board.
-//! 3. [`image`]: what an image is before it runs: the firmware build, the
+//! 4. [`image`]: what an image is before it runs: the firmware build, the
 //!    ELF's facts and the footprint by component.
-//! 4. [`device`]: an image running on a board: the runners and transports,
+//! 5. [`device`]: an image running on a board: the runners and transports,
 //!    the decoded session.
-//! 5. [`run`]: the run over boards, models and scenarios, and the
+//! 6. [`run`]: the run over boards, models and scenarios, and the
 //!    measurement records it produces.
-//! 6. [`verdict`]: records against the approved baselines in git.
-//! 7. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
+//! 7. [`verdict`]: records against the approved baselines in git.
+//! 8. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
 //!
 //! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`],
 //! [`children`] and [`gitrepo`] are helpers any folder may use (and that
@@ -37,6 +39,7 @@ pub mod report;
 pub mod run;
 pub mod strict_toml;
 pub mod sweep;
+pub mod tflm;
 pub mod verdict;
 pub mod workspace;
 

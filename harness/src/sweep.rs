@@ -23,9 +23,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::board::DEFAULT_BOARD;
 use crate::config::runtime::Runtime;
 use crate::fsutil::write_atomic;
-use crate::model::tree::{third_party_fetches, Fetch};
 use crate::run::measurement::{Measurement, BUILD, SINGLE_FRAME};
 use crate::run::{self, Event, Options};
+use crate::tflm::tree::{third_party_fetches, Fetch};
 use crate::Workspace;
 
 /// Where a tree's download scripts are, and where they put the libraries.

@@ -8,9 +8,9 @@ use harness::config::models::{self, ModelSpec, SetSpec};
 use harness::config::runtime::{Generation, Kernels, Runtime};
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
-use harness::model::registry::Operators;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
+use harness::tflm::registry::Operators;
 use harness::{report, Workspace};
 
 use crate::exit;

@@ -10,8 +10,8 @@ pub use arena::budget::{Budget, Gate};
 use serde::Deserialize;
 
 use crate::config::hardware::{Cpu, QemuMachine, Selector, CPUS, QEMU_MACHINES};
-use crate::model::tree::target_arch;
 use crate::strict_toml::{self, TomlError};
+use crate::tflm::tree::target_arch;
 use crate::Workspace;
 
 /// The board `cargo xtask hil` uses when none is named.

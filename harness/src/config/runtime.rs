@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::model::registry::Operators;
+use crate::tflm::registry::Operators;
 use crate::{fsutil, gitrepo, Workspace};
 
-pub use crate::model::tree::{bundled_tree, Generation, Kernels, Tree};
-use crate::model::tree::{file_stamp, walk};
+pub use crate::tflm::tree::{bundled_tree, Generation, Kernels, Tree};
+use crate::tflm::tree::{file_stamp, walk};
 
 /// The core a tree's kernels are checked for before any board is built
 /// (the downloads a kernel set needs are the same for every core).
@@ -112,7 +112,7 @@ impl Runtime {
         }
         let root = path.canonicalize().map_err(|e| format!("{}: {e}", path.display()))?;
         // The bundled archive named by its path is still the bundled TFLM.
-        if crate::model::tree::bundled_root().ok().and_then(|r| r.canonicalize().ok()).as_ref() == Some(&root) {
+        if crate::tflm::tree::bundled_root().ok().and_then(|r| r.canonicalize().ok()).as_ref() == Some(&root) {
             return Ok(Runtime::bundled());
         }
         let stamp = tree_stamp(&root);
@@ -244,7 +244,7 @@ fn content_hash(tree: &Tree) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tree::write_todays_api;
+    use crate::tflm::tree::write_todays_api;
 
     fn touch(root: &Path, path: &str) {
         let file = root.join(path);

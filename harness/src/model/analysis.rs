@@ -9,7 +9,8 @@ use crate::model::planner::{
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tail::{current, tfmicro2020};
 use crate::model::tflite::{self, Model, ReadError};
-use crate::model::tree::Generation;
+use crate::tflm::bundled;
+use crate::tflm::tree::Generation;
 
 /// One planned buffer of an [`Analysis`]: a tensor, or a kernel's scratch
 /// buffer.
@@ -274,7 +275,7 @@ impl Analysis {
             operators: model
                 .operator_codes
                 .iter()
-                .map(|c| format!("{} v{}", tflite::builtin_name(c.builtin), c.version))
+                .map(|c| format!("{} v{}", bundled::builtin_name(c.builtin), c.version))
                 .collect(),
             operator_count: sg.operators.len(),
             tensor_count: sg.tensors.len(),
@@ -345,7 +346,7 @@ fn planned(model: &Model, b: &Buffer, offset: usize, hilmem_offset: usize) -> Pl
         None => {
             let op = &sg.operators[b.first as usize];
             let code = model.operator_codes[op.opcode_index as usize].builtin;
-            (format!("scratch of {} at step {}", tflite::builtin_name(code), b.first), "scratch", vec![])
+            (format!("scratch of {} at step {}", bundled::builtin_name(code), b.first), "scratch", vec![])
         }
     };
     PlannedTensor {

@@ -7,7 +7,7 @@ use crate::model::analysis::Analysis;
 use crate::model::planner::Planner;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tflite;
-use crate::model::tree::Generation;
+use crate::tflm::tree::Generation;
 
 /// Models, damaged as bytes; the corpus files end in `.tflite`.
 pub const MODELS: Subject = Subject { extension: "tflite", outcome, damage: Damage::apply };

@@ -4,8 +4,6 @@
 pub mod analysis;
 pub mod fuzz;
 pub mod planner;
-pub mod registry;
+pub mod resolver;
 pub mod tail;
 pub mod tflite;
-pub mod tflm_ops;
-pub mod tree;

@@ -540,14 +540,6 @@ pub fn type_name(kind: u8) -> &'static str {
     }
 }
 
-/// Name of a builtin operator code.
-pub fn builtin_name(code: i32) -> String {
-    crate::model::tflm_ops::BUILTIN_NAMES
-        .iter()
-        .find(|(c, _)| *c == code)
-        .map_or_else(|| format!("builtin {code}"), |(_, name)| (*name).to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,7 +559,8 @@ mod tests {
         let input = &sg.tensors[sg.inputs[0] as usize];
         assert_eq!(input.shape, [1, 96, 96, 1]);
         assert_eq!(input.kind, 3, "uint8");
-        let ops: Vec<String> = person.operator_codes.iter().map(|c| builtin_name(c.builtin)).collect();
+        let ops: Vec<String> =
+            person.operator_codes.iter().map(|c| crate::tflm::bundled::builtin_name(c.builtin)).collect();
         assert!(ops.contains(&"DEPTHWISE_CONV_2D".to_owned()) && ops.contains(&"CONV_2D".to_owned()), "{ops:?}");
         for name in EXAMPLES {
             let model = read(&example(name)).unwrap();

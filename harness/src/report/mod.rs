@@ -13,14 +13,14 @@ use crate::config::board::{Board, Layout, Runner};
 use crate::device::runner::probe::ProbeSummary;
 use crate::image::footprint::describe;
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
-use crate::model::registry::Operators;
 use crate::model::tail::cmsis_nn::{self, KernelPath};
 use crate::model::tail::current;
-use crate::model::tree::Generation;
 use crate::run::measurement::{
     metric, ArenaPrediction, Measurement, TflmBreakdown, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED,
 };
 use crate::run::results::Results;
+use crate::tflm::registry::Operators;
+use crate::tflm::tree::Generation;
 use crate::verdict::baseline::BaselineFile;
 use crate::verdict::compare::{Comparison, Row, Verdict};
 

@@ -14,13 +14,13 @@ use crate::config::board::{Board, Layout};
 use crate::config::models;
 use crate::model::analysis::Analysis;
 use crate::model::tail::cmsis_nn::KernelPath;
-use crate::model::tree::{Generation, Kernels};
 use crate::report::svg::{bytes, escape, Chart};
 use crate::report::{
     cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label, verdict_line,
 };
 use crate::run::measurement::{metric, Measurement, BUILD};
 use crate::run::results::{Image, Results};
+use crate::tflm::tree::{Generation, Kernels};
 use crate::verdict::baseline;
 use crate::verdict::compare::{Comparison, Verdict};
 

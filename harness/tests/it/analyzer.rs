@@ -11,8 +11,8 @@ use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::current;
 use harness::model::tail::tfmicro2020 as tail;
 use harness::model::tail::Layout;
-use harness::model::tflm_ops;
 use harness::run::measurement::SINGLE_FRAME;
+use harness::tflm::bundled;
 
 use harness::config::runtime::{bundled_tree, Generation};
 
@@ -27,7 +27,7 @@ fn source(path: &str) -> String {
 }
 
 fn code_of(name: &str) -> i32 {
-    tflm_ops::BUILTIN_NAMES.iter().find(|(_, n)| *n == name).unwrap_or_else(|| panic!("no builtin `{name}`")).0
+    bundled::BUILTIN_NAMES.iter().find(|(_, n)| *n == name).unwrap_or_else(|| panic!("no builtin `{name}`")).0
 }
 
 /// The kernel source file of an `OpData` type: `...::conv::OpData` is in
@@ -62,9 +62,9 @@ fn the_operator_tables_match_the_bundled_sources() {
     let header = source("micro/micro_mutable_op_resolver.h");
     assert!(header.contains("TfLiteRegistration* registration,\n                          int version = 1)"));
     let resolver = source("micro/kernels/all_ops_resolver.cc");
-    assert_eq!(tflm_ops::REGISTERED, registered_in(&resolver));
+    assert_eq!(bundled::REGISTERED, registered_in(&resolver));
     let schema = source("schema/schema_generated.h");
-    for (code, name) in tflm_ops::BUILTIN_NAMES {
+    for (code, name) in bundled::BUILTIN_NAMES {
         assert!(schema.contains(&format!("BuiltinOperator_{name} = {code},")), "{name}");
     }
 }
@@ -85,7 +85,7 @@ fn the_options_table_matches_parse_op_data() {
         }
     }
     let expected: Vec<(i32, String)> =
-        tflm_ops::REGISTERED.iter().filter_map(|&(code, _, _)| Some((code, parsed.get(&code)?.clone()))).collect();
+        bundled::REGISTERED.iter().filter_map(|&(code, _, _)| Some((code, parsed.get(&code)?.clone()))).collect();
     let table: Vec<(i32, String)> = tail::OPTIONS.iter().map(|&(code, l)| (code, l.cxx.to_owned())).collect();
     assert_eq!(table, expected);
 }

@@ -41,18 +41,33 @@ const REPOSITORY_FOLDERS: [&str; 9] =
 /// struct's fields, and each file's and folder's name as the module it is,
 /// with the crates' names; and every identifier of the firmware's own C++
 /// (the shim, which names the TFLM classes it uses).
-fn defined_names(dir: &Path, names: &mut Names) {
+fn defined_names(dir: &Path, within: &[String], names: &mut Names) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_string_lossy().replace('-', "_");
         if path.is_dir() {
             if stem != "target" && !stem.starts_with('.') {
-                names.modules.insert(stem);
-                defined_names(&path, names);
+                names.modules.insert(stem.clone());
+                // A crate's `src/` and `tests/` (and `tests/it/`) are its root.
+                let root = matches!(stem.as_str(), "src" | "tests" | "it");
+                let inner = if root { within.to_vec() } else { [within, &[stem]].concat() };
+                defined_names(&path, &inner, names);
             }
         } else if path.extension().is_some_and(|e| e == "rs") {
-            names.modules.insert(stem);
-            defined_in(&std::fs::read_to_string(&path).unwrap(), names);
+            names.modules.insert(stem.clone());
+            let module = match stem.as_str() {
+                "mod" | "lib" | "main" => within.to_vec(),
+                _ => [within, &[stem]].concat(),
+            };
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                let inline = line.trim_start().trim_start_matches("pub ").strip_prefix("mod ");
+                if let Some(name) = inline.and_then(|rest| rest.strip_suffix(" {")) {
+                    names.module_paths.insert([&module[..], &[name.to_owned()]].concat());
+                }
+            }
+            names.module_paths.insert(module);
+            defined_in(&text, names);
         } else if path.extension().is_some_and(|e| e == "cc" || e == "h") {
             let text = std::fs::read_to_string(&path).unwrap();
             names.items.extend(
@@ -72,6 +87,9 @@ fn defined_names(dir: &Path, names: &mut Names) {
 struct Names {
     modules: BTreeSet<String>,
     items: BTreeSet<String>,
+    /// Every module's path from its crate's root (a file's folders and
+    /// name, and the `mod x {` it holds, `tests` among them).
+    module_paths: BTreeSet<Vec<String>>,
 }
 
 impl Names {
@@ -84,6 +102,12 @@ impl Names {
 
     fn has(&self, name: &str) -> bool {
         self.modules.contains(name) || self.items.contains(name) || TFLM_NAMES.contains(&name)
+    }
+
+    /// Whether the modules `chain` (`record::tests`) stand inside one
+    /// another as written, in some module's path.
+    fn nests(&self, chain: &[String]) -> bool {
+        chain.len() < 2 || self.module_paths.iter().any(|p| p.windows(chain.len()).any(|w| w == chain))
     }
 }
 
@@ -190,8 +214,19 @@ fn missing(text: &str, names: &Names, root: &Path) -> Vec<String> {
                     .filter(|n| !names.holds(n))
                     .chain(std::iter::once(last).filter(|n| !names.has(n)))
                     .collect();
+                // The modules it starts with, as far as they are modules (the
+                // last name only when it names no item: `firmware::build` is
+                // a function of `firmware`).
+                let chain: Vec<String> = cited
+                    .iter()
+                    .enumerate()
+                    .take_while(|(i, n)| names.modules.contains(*n) && (*i < within.len() || !names.items.contains(*n)))
+                    .map(|(_, n)| n.clone())
+                    .collect();
                 if !unknown.is_empty() {
                     missing.push(format!("`{span}`: nothing defines {unknown:?}"));
+                } else if !names.nests(&chain) {
+                    missing.push(format!("`{span}`: no module {}", chain.join("::")));
                 }
             }
             _ => {}
@@ -206,7 +241,7 @@ fn the_architecture_names_only_what_exists() {
     let root = ws().root().to_owned();
     let mut names = Names::default();
     for dir in SOURCES {
-        defined_names(&root.join(dir), &mut names);
+        defined_names(&root.join(dir), &[], &mut names);
     }
     let read =
         ["Verdict", "Regressed", "a_run_leaves_candidates_for_the_scenarios_that_changed_and_only_their_figures"];
@@ -227,14 +262,18 @@ fn a_renamed_test_module_or_type_and_a_moved_path_are_found() {
          // fn commented_out() {}\npub struct Options {\n    /// Documented.\n    pub grace: u64,\n}\n",
         &mut names,
     );
-    names.modules.insert("record".to_owned());
+    names.modules.extend(["record", "run", "tflm", "model", "tree"].map(str::to_owned));
+    names
+        .module_paths
+        .extend([vec!["run".to_owned(), "record".to_owned()], vec!["tflm".to_owned(), "tree".to_owned()]]);
     names.items.extend(["Record".to_owned(), "target".to_owned()]);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let text =
         "The `record::Record`, `Verdict::{Unchanged, Regressed}`, `Options::grace` and `tests::a_test()` exist;\n\
                 `cargo xtask hil`, `arena_used_bytes`, `TFLM`, `MicroAllocator::Create` are not checked;\n\
                 `tests::a_renamed_test`, `spec::Record`, `Gone`, `commented_out::x`, `target::record` (a field, not \
-                a module) and `harness/src/nowhere/` are not there, `harness/src/run/` is.\n```\n`Fenced`\n```\n";
+                a module), `model::tree` (moved to `tflm::tree`) and `harness/src/nowhere/` are not there, \
+                `harness/src/run/` and `run::record::Record` are.\n```\n`Fenced`\n```\n";
     assert_eq!(
         missing(text, &names, root),
         [
@@ -243,6 +282,7 @@ fn a_renamed_test_module_or_type_and_a_moved_path_are_found() {
             "`Gone`: nothing defines [\"Gone\"]",
             "`commented_out::x`: nothing defines [\"commented_out\", \"x\"]",
             "`target::record`: nothing defines [\"target\"]",
+            "`model::tree`: no module model::tree",
             "`harness/src/nowhere/`: no harness/src/nowhere/",
         ]
     );

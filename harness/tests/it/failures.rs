@@ -252,7 +252,7 @@ fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
 #[test]
 fn a_tree_that_does_not_compile_is_an_error_naming_the_tree_the_step_and_the_source() {
     let dir = tempfile::tempdir().unwrap();
-    let bundled = harness::model::tree::bundled_root().unwrap();
+    let bundled = harness::tflm::tree::bundled_root().unwrap();
     let copied = std::process::Command::new("cp").arg("-R").arg(bundled.join("tensorflow")).arg(dir.path()).status();
     assert!(copied.unwrap().success());
     let kernel = dir.path().join("tensorflow/lite/micro/kernels/fully_connected.cc");

@@ -11,13 +11,13 @@ use std::path::Path;
 use crate::support::ws;
 
 /// The folders of `harness/src`, lowest first.
-const LAYERS: [&str; 7] = ["model", "config", "image", "device", "run", "verdict", "report"];
+const LAYERS: [&str; 8] = ["tflm", "model", "config", "image", "device", "run", "verdict", "report"];
 /// Files at the root that any folder may use and that use no folder.
 const HELPERS: [&str; 6] = ["workspace", "strict_toml", "fsutil", "fuzz", "children", "gitrepo"];
 /// Files at the root that use the folders and that no folder uses.
 const TOOLS: [&str; 3] = ["doctor", "bench", "sweep"];
 
-/// Where a top-level module stands: helpers 0, the folders 1 to 7, tools 8.
+/// Where a top-level module stands: helpers 0, the folders 1 to 8, tools 9.
 fn rank(top: &str) -> Option<usize> {
     if HELPERS.contains(&top) {
         Some(0)

@@ -140,7 +140,10 @@ impl OneOperator<'_> {
             .collect();
         let model = Model {
             version: 3,
-            description: Some(format!("hilmem one-operator model: {}", tflite::builtin_name(self.code))),
+            description: Some(format!(
+                "hilmem one-operator model: {}",
+                harness::tflm::bundled::builtin_name(self.code)
+            )),
             metadata: vec![],
             operator_codes: vec![OperatorCode { builtin: self.code, custom: None, version: 1 }],
             subgraphs: vec![Subgraph {

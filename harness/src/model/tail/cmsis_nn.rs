@@ -49,9 +49,9 @@ pub enum KernelPath {
 impl KernelPath {
     /// The kernels `kernels` compiled for the core `arch` (None: a host,
     /// which builds the reference kernels only).
-    pub fn of(kernels: crate::model::tree::Kernels, arch: Option<&str>) -> KernelPath {
+    pub fn of(kernels: crate::tflm::tree::Kernels, arch: Option<&str>) -> KernelPath {
         match (kernels, arch) {
-            (crate::model::tree::Kernels::CmsisNn, Some(arch)) => KernelPath::CmsisNn(Path::of(arch)),
+            (crate::tflm::tree::Kernels::CmsisNn, Some(arch)) => KernelPath::CmsisNn(Path::of(arch)),
             _ => KernelPath::Reference,
         }
     }
@@ -87,7 +87,7 @@ pub struct Prepared {
 pub fn prepare(model: &Model, op: &Operator, path: Path) -> Result<Prepared, String> {
     let sg = model.subgraphs.first().ok_or("the model has no subgraph")?;
     let code = model.operator_codes.get(op.opcode_index as usize).map_or(-1, |c| c.builtin);
-    let name = crate::model::tflite::builtin_name(code);
+    let name = crate::tflm::bundled::builtin_name(code);
     let tensor = |i: Option<&i32>, what: &str| {
         i.and_then(|&i| usize::try_from(i).ok())
             .and_then(|i| sg.tensors.get(i))

@@ -27,7 +27,8 @@ use crate::model::planner::{Planner, Scratch, BUFFER_ALIGNMENT};
 use crate::model::tflite::{
     self, Model, Operator, OperatorCode, ReadError, Tensor, FLOAT32, INT16, INT4, INT8, VAR_HANDLE,
 };
-use crate::model::tree::Generation;
+use crate::tflm::bundled;
+use crate::tflm::tree::Generation;
 
 const ARENA_ALLOCATOR: Layout = layout("tflite::SingleArenaBufferAllocator", 36, 4);
 const PLANNER: Layout = layout("tflite::GreedyMemoryPlanner", 44, 4);
@@ -731,7 +732,7 @@ fn kernel_of(code: &OperatorCode, kernels: KernelPath, tflm: Generation) -> Opti
             CMSIS_NN_KERNELS[path as usize].iter().find(|k| k.code == code.builtin)
         }
         (_, Generation::Tflm2023) => {
-            let name = tflite::builtin_name(code.builtin);
+            let name = bundled::builtin_name(code.builtin);
             if ABSENT_2023.contains(&code.builtin) || NOT_PREDICTED_2023.iter().any(|(n, _)| *n == name) {
                 return None;
             }
@@ -763,7 +764,7 @@ pub fn not_predicted(model: &Model, kernels: KernelPath, tflm: Generation) -> Op
     }
     let mut unknown: Vec<String> = Vec::new();
     for code in model.operator_codes.iter().filter(|c| kernel_of(c, kernels, tflm).is_none()) {
-        let name = code.custom.clone().unwrap_or_else(|| tflite::builtin_name(code.builtin).to_owned());
+        let name = code.custom.clone().unwrap_or_else(|| bundled::builtin_name(code.builtin).to_owned());
         let name = match kernels {
             KernelPath::CmsisNn(path) if cmsis_nn::SPECIALIZED.contains(&code.builtin) => {
                 format!("CMSIS-NN's {name} ({})", path.name())

@@ -12,7 +12,6 @@ use harness::config::{fit, models};
 use harness::image::firmware::{self, Variant};
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
-use harness::model::registry::Operator;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::{current, Layout};
 use harness::model::tflite;
@@ -21,6 +20,7 @@ use harness::run::measurement::{
     metric, Measurement, Recorded, TflmBreakdown, BUILD, MULTI_MODEL, RECORDED, SINGLE_FRAME,
 };
 use harness::run::{self, Options};
+use harness::tflm::registry::Operator;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 

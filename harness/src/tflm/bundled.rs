@@ -191,3 +191,11 @@ pub const REGISTERED: &[(i32, i32, i32)] = &[
     (114, 1, 1), // QUANTIZE
     (116, 1, 1), // ROUND
 ];
+
+/// Name of a builtin operator code.
+pub fn builtin_name(code: i32) -> String {
+    BUILTIN_NAMES
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map_or_else(|| format!("builtin {code}"), |(_, name)| (*name).to_owned())
+}
