@@ -14,7 +14,7 @@ use crate::config::board::{Board, Layout};
 use crate::config::models;
 use crate::model::analysis::Analysis;
 use crate::model::tail::cmsis_nn::KernelPath;
-use crate::report::svg::{bytes, escape, Chart};
+use crate::report::svg::{bytes, escape, Chart, Labels};
 use crate::report::{
     cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label, verdict_line,
 };
@@ -480,7 +480,7 @@ fn plan_chart(a: &Analysis, plan: &str, head: usize, offsets: &[usize], top: f64
     chart.polyline(&alive, "alive", "");
     chart.hline(head as f64, "head", &format!("{plan} head {}", bytes(head as f64)));
     chart.text((f64::from(a.peak_step) + 0.5, top), "middle", "tick", &format!("peak step {}", a.peak_step));
-    chart.axes("operator step", "arena offset", 4, &|v| format!("{v:.0}"), &|v| bytes(v));
+    chart.axes("operator step", "arena offset", 4, Labels::Count, Labels::Bytes);
     chart.finish(&format!("{plan} arena layout of {}", a.model))
 }
 
@@ -605,7 +605,7 @@ fn stackup(html: &mut String, board: &Board, records: &[Measurement]) {
         }
         (None, None) => {}
     }
-    chart.axes("bytes", "", 4, &|v| bytes(v), &|_| String::new());
+    chart.axes("bytes", "", 4, Labels::Bytes, Labels::None);
     let legend: String = SEGMENTS
         .iter()
         .map(|(name, colour)| format!("<span><i style=\"background:{colour}\"></i>{name}</span>"))
@@ -701,7 +701,7 @@ fn trends(html: &mut String, inputs: &Inputs) {
             }
             chart.polyline(&line, "trend", &format!("stroke:{colour}"));
         }
-        chart.axes("", "", 2, &|_| String::new(), &|v| format!("{v:.0}"));
+        chart.axes("", "", 2, Labels::None, Labels::Count);
         if marked {
             chart.text((points, hi as f64 + pad), "end", "regressed", "REGRESSED");
         }

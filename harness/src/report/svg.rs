@@ -30,6 +30,57 @@ fn style_attr(style: &str) -> String {
     }
 }
 
+/// What an axis's tick labels show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labels {
+    /// No labels.
+    None,
+    /// Whole numbers (steps, figures).
+    Count,
+    /// Sizes, as [`bytes`] writes them.
+    Bytes,
+}
+
+impl Labels {
+    fn label(self, v: f64) -> String {
+        match self {
+            Labels::None => String::new(),
+            Labels::Count => format!("{v:.0}"),
+            Labels::Bytes => bytes(v),
+        }
+    }
+
+    /// Round values from `lo` to `hi`, about `count` intervals apart: the
+    /// multiples of 1, 2 or 5 times a power of ten of the unit the labels
+    /// show (counts; B, KB or MB for sizes), never finer than the labels
+    /// tell apart, so that no two ticks read the same.
+    fn ticks(self, lo: f64, hi: f64, count: usize) -> Vec<f64> {
+        if self == Labels::None || hi <= lo || count == 0 {
+            return Vec::new();
+        }
+        let unit = match self {
+            Labels::Bytes if hi.abs().max(lo.abs()) >= 1024.0 * 1024.0 => 1024.0 * 1024.0,
+            Labels::Bytes if hi.abs().max(lo.abs()) >= 1024.0 => 1024.0,
+            _ => 1.0,
+        };
+        let raw = (hi - lo) / count as f64 / unit;
+        let power = 10f64.powf(raw.log10().floor());
+        // What the labels can tell apart: a whole number, or a tenth of a KB or MB.
+        let least = if unit == 1.0 { 1.0 } else { 0.1 };
+        // The round number nearest `raw` (Heckbert's "nice numbers").
+        let nice = match raw / power {
+            f if f < 1.5 => 1.0,
+            f if f < 3.0 => 2.0,
+            f if f < 7.0 => 5.0,
+            _ => 10.0,
+        };
+        let step = (nice * power).max(least) * unit;
+        let first = (lo / step).ceil() as i64;
+        let last = (hi / step + 1e-9).floor() as i64;
+        (first..=last).map(|k| k as f64 * step).collect()
+    }
+}
+
 /// A linear map from data to pixels.
 #[derive(Clone, Copy)]
 struct Scale {
@@ -145,16 +196,9 @@ impl Chart {
         }
     }
 
-    /// The frame, `ticks` labelled ticks on each axis (formatted by `fx`
-    /// and `fy`), and the axes' names.
-    pub fn axes(
-        &mut self,
-        x_name: &str,
-        y_name: &str,
-        ticks: usize,
-        fx: &dyn Fn(f64) -> String,
-        fy: &dyn Fn(f64) -> String,
-    ) {
+    /// The frame, about `ticks` intervals of labelled ticks on each axis
+    /// (at round values of its [`Labels`]), and the axes' names.
+    pub fn axes(&mut self, x_name: &str, y_name: &str, ticks: usize, x: Labels, y: Labels) {
         let (x0, x1, y0, y1) = (self.x.from, self.x.to, self.y.from, self.y.to);
         let _ = writeln!(
             self.body,
@@ -162,11 +206,11 @@ impl Chart {
             x1 - x0,
             y0 - y1
         );
-        for i in 0..=ticks {
-            let f = i as f64 / ticks as f64;
-            let (xv, yv) = (self.x.lo + f * (self.x.hi - self.x.lo), self.y.lo + f * (self.y.hi - self.y.lo));
-            self.text_at(self.x.at(xv), y0 + 13.0, "middle", "tick", &fx(xv));
-            self.text_at(x0 - 4.0, self.y.at(yv) + 3.0, "end", "tick", &fy(yv));
+        for v in x.ticks(self.x.lo, self.x.hi, ticks) {
+            self.text_at(self.x.at(v), y0 + 13.0, "middle", "tick", &x.label(v));
+        }
+        for v in y.ticks(self.y.lo, self.y.hi, ticks) {
+            self.text_at(x0 - 4.0, self.y.at(v) + 3.0, "end", "tick", &y.label(v));
         }
         self.text_at((x0 + x1) / 2.0, self.height - 4.0, "middle", "axis", x_name);
         self.text_at(4.0, 12.0, "start", "axis", y_name);
@@ -198,6 +242,34 @@ mod tests {
         assert!(
             svg.starts_with(r#"<svg viewBox="0 0 200 100" width="200" height="100" role="img" aria-label="a chart">"#)
         );
+    }
+
+    /// Ticks fall on round values (1, 2 or 5 times a power of ten of the
+    /// unit shown) and no two read the same, whatever the range.
+    #[test]
+    fn ticks_are_round_and_never_read_twice() {
+        let labels = |l: Labels, lo: f64, hi: f64, n: usize| -> Vec<String> {
+            l.ticks(lo, hi, n).into_iter().map(|v| l.label(v)).collect()
+        };
+        assert_eq!(labels(Labels::Count, 0.0, 3.0, 4), ["0", "1", "2", "3"], "was 0 1 2 2 3");
+        assert_eq!(labels(Labels::Count, 0.0, 40.0, 4), ["0", "10", "20", "30", "40"]);
+        assert_eq!(labels(Labels::Count, 1461.0, 1506.0, 2), ["1480", "1500"]);
+        assert_eq!(
+            labels(Labels::Bytes, 0.0, 209.5 * 1024.0, 4),
+            ["0 B", "50.0 KB", "100.0 KB", "150.0 KB", "200.0 KB"]
+        );
+        assert_eq!(labels(Labels::Bytes, 0.0, 1472.0, 4), ["0 B", "512 B", "1.0 KB"]);
+        assert_eq!(labels(Labels::Bytes, 0.0, 3.5 * 1024.0 * 1024.0, 4), ["0 B", "1.0 MB", "2.0 MB", "3.0 MB"]);
+        assert_eq!(labels(Labels::None, 0.0, 10.0, 4), Vec::<String>::new());
+        assert_eq!(labels(Labels::Count, 5.0, 5.0, 4), Vec::<String>::new(), "an empty range has no ticks");
+        for (hi, n) in [(1.0, 4), (7.0, 4), (99.0, 4), (1234.0, 2), (2e6, 4), (123456.0, 3)] {
+            for l in [Labels::Count, Labels::Bytes] {
+                let shown = labels(l, 0.0, hi, n);
+                let unique: std::collections::BTreeSet<&String> = shown.iter().collect();
+                assert_eq!(unique.len(), shown.len(), "{l:?} 0..{hi}: {shown:?}");
+                assert!((1..=2 * n + 1).contains(&shown.len()), "{l:?} 0..{hi}: {shown:?}");
+            }
+        }
     }
 
     #[test]
