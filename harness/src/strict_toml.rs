@@ -14,15 +14,28 @@ pub struct TomlError {
     /// the file itself is at fault.
     pub key: String,
     pub message: String,
+    /// The line of the file at fault, where the parser knows it.
+    pub line: Option<usize>,
 }
 
 impl fmt::Display for TomlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.key.is_empty() {
-            write!(f, "{}: {}", self.file.display(), self.message)
-        } else {
-            write!(f, "{}: key `{}`: {}", self.file.display(), self.key, self.message)
+        write!(f, "{}: ", self.file.display())?;
+        if !self.key.is_empty() {
+            write!(f, "key `{}`: ", self.key)?;
         }
+        write!(f, "{}", self.message)?;
+        match self.line {
+            Some(line) => write!(f, " (line {line})"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl TomlError {
+    /// A file that could not be read at all.
+    pub fn unreadable(file: &Path, error: &std::io::Error) -> TomlError {
+        TomlError { file: file.to_owned(), key: String::new(), message: format!("cannot read: {error}"), line: None }
     }
 }
 
@@ -35,22 +48,19 @@ pub fn parse<T: DeserializeOwned>(file: &Path, text: &str) -> Result<T, TomlErro
     serde_path_to_error::deserialize(deserializer).map_err(|err| {
         let key = err.path().to_string();
         let inner = err.into_inner();
-        let mut message = inner.message().to_owned();
-        if let Some(span) = inner.span() {
-            let line = text[..span.start].lines().count().max(1);
-            message = format!("{message} (line {line})");
+        let line = inner.span().map(|span| text[..span.start].lines().count().max(1));
+        TomlError {
+            file: file.to_owned(),
+            key: if key == "." { String::new() } else { key },
+            message: inner.message().to_owned(),
+            line,
         }
-        TomlError { file: file.to_owned(), key: if key == "." { String::new() } else { key }, message }
     })
 }
 
 /// Reads and parses `file`.
 pub fn read<T: DeserializeOwned>(file: &Path) -> Result<T, TomlError> {
-    let text = std::fs::read_to_string(file).map_err(|e| TomlError {
-        file: file.to_owned(),
-        key: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let text = std::fs::read_to_string(file).map_err(|e| TomlError::unreadable(file, &e))?;
     parse(file, &text)
 }
 
@@ -88,6 +98,7 @@ mod tests {
         assert!(err.message.contains("missing field `name`"), "{err}");
 
         let err = parse::<Outer>(file, "name = \n").unwrap_err();
-        assert!(err.message.contains("line 1"), "{err}");
+        assert_eq!(err.line, Some(1), "{err}");
+        assert!(err.to_string().ends_with(" (line 1)"), "{err}");
     }
 }

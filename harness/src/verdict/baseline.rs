@@ -67,11 +67,7 @@ impl Source {
             Source::WorkTree(_) => match std::fs::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => {
-                    return Err(
-                        TomlError { file: path, key: String::new(), message: format!("cannot read: {e}") }.into()
-                    )
-                }
+                Err(e) => return Err(TomlError::unreadable(&path, &e).into()),
             },
             Source::Revision { rev, .. } => match gitrepo::read_at(&path, rev)? {
                 Some(text) => text,
@@ -96,9 +92,10 @@ pub struct Migration {
     pub because: &'static str,
 }
 
-/// Every change of the layout, oldest first. The `[footprint]` table came
-/// between the second and the third and needs none: a file without one
-/// kept no footprint. Figures were never renamed or split.
+/// Every change of the layout, oldest first (the book's table of them is
+/// checked against this one). The `[footprint]` table came between the
+/// second and the third and needs none: a file without one kept no
+/// footprint. Figures were never renamed or split.
 pub const MIGRATIONS: [Migration; 3] = [
     Migration { key: "rustc", value: "not recorded", because: "files before it did not name the compiler" },
     Migration { key: "tflm_generation", value: "2020", because: "the bundled 2020 TFLM was the only one built" },
@@ -106,25 +103,41 @@ pub const MIGRATIONS: [Migration; 3] = [
 ];
 
 /// `text` in today's layout: each key of [`MIGRATIONS`] its `[meta]` lacks
-/// added with the value it had then. Text that is not a TOML table with a
-/// `[meta]` table is left as it is, for the parser to name what is wrong.
-fn migrated(text: &str) -> std::borrow::Cow<'_, str> {
-    let Ok(mut file) = text.parse::<toml::Table>() else { return text.into() };
-    let Some(toml::Value::Table(meta)) = file.get_mut("meta") else { return text.into() };
-    let lacking: Vec<&Migration> = MIGRATIONS.iter().filter(|m| !meta.contains_key(m.key)).collect();
-    if lacking.is_empty() {
-        return text.into();
+/// added with the value it had then, as lines right after the `[meta]`
+/// header, and where they went (the header's line and how many), so that
+/// an error's line is the file's. Text that is not a TOML table with a
+/// `[meta]` header is left as it is, for the parser to name what is wrong.
+fn migrated(text: &str) -> (std::borrow::Cow<'_, str>, Option<(usize, usize)>) {
+    let Ok(file) = text.parse::<toml::Table>() else { return (text.into(), None) };
+    let Some(toml::Value::Table(meta)) = file.get("meta") else { return (text.into(), None) };
+    let lacking: Vec<String> = MIGRATIONS
+        .iter()
+        .filter(|m| !meta.contains_key(m.key))
+        .map(|m| format!("{} = {}\n", m.key, toml::Value::from(m.value)))
+        .collect();
+    let header = text.lines().position(|l| l.trim() == "[meta]");
+    let (Some(header), false) = (header, lacking.is_empty()) else { return (text.into(), None) };
+    let mut out = String::new();
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        out.push_str(line);
+        if n == header {
+            out.extend(lacking.iter().map(String::as_str));
+        }
     }
-    for m in lacking {
-        meta.insert(m.key.to_owned(), m.value.into());
-    }
-    toml::to_string(&file).expect("a TOML table serializes").into()
+    (out.into(), Some((header + 1, lacking.len())))
 }
 
 /// Parses a baseline file of any layout ([`MIGRATIONS`]) and checks it sits
 /// where its metadata says.
 pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<BaselineFile, BaselineError> {
-    let baseline: BaselineFile = strict_toml::parse(file, &migrated(text))?;
+    let (text, inserted) = migrated(text);
+    let baseline: BaselineFile = strict_toml::parse(file, &text).map_err(|mut err| {
+        // The line in the file as it is, not in its migrated text.
+        if let (Some(line), Some((header, count))) = (err.line, inserted) {
+            err.line = (line <= header).then_some(line).or((line > header + count).then(|| line - count));
+        }
+        err
+    })?;
     for (key, found, expected) in [("board", &baseline.meta.board, board), ("model", &baseline.meta.model, model)] {
         if found != expected {
             return Err(BaselineError::Misplaced {
@@ -140,11 +153,7 @@ pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<Baseli
 
 /// Reads and parses the baseline (or candidate) file at `path`.
 pub fn read(path: &Path, board: &str, model: &str) -> Result<BaselineFile, BaselineError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TomlError {
-        file: path.to_owned(),
-        key: String::new(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| TomlError::unreadable(path, &e))?;
     parse(path, &text, board, model)
 }
 
@@ -318,23 +327,52 @@ mod tests {
                 assert_eq!(value, expected, "{name}: meta.{key}");
             }
         }
-        assert_eq!(
-            MIGRATIONS.map(|m| (m.key, m.value)),
-            [("rustc", "not recorded"), ("tflm_generation", "2020"), ("kernels", "reference")]
-        );
+        // Oldest first: each earlier layout lacks the keys added after it.
+        for (name, _, lacking) in EARLIER {
+            let added_since: Vec<&str> = MIGRATIONS[MIGRATIONS.len() - lacking.len()..].iter().map(|m| m.key).collect();
+            assert_eq!(added_since, lacking, "{name}");
+        }
+    }
+
+    /// The book's table of layouts is [`MIGRATIONS`] row for row, with why.
+    #[test]
+    fn the_book_lists_every_migration_as_the_code_has_it() {
+        let book = crate::Workspace::from_source().root().join("book/src/baselines.md");
+        let text = std::fs::read_to_string(&book).unwrap();
+        let rows: Vec<&str> =
+            text.lines().skip_while(|l| !l.starts_with("| key |")).skip(2).take_while(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), MIGRATIONS.len(), "{}", book.display());
+        for (row, m) in rows.iter().zip(MIGRATIONS) {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            assert_eq!(
+                (cells[0], cells[2], cells[3]),
+                (format!("`{}`", m.key).as_str(), format!("`\"{}\"`", m.value).as_str(), m.because),
+                "{}: {row}",
+                book.display()
+            );
+        }
     }
 
     #[test]
     fn a_file_of_todays_layout_and_a_broken_one_are_not_rewritten() {
         let text = sample().to_toml();
-        assert!(matches!(migrated(&text), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(migrated(&text), (std::borrow::Cow::Borrowed(_), None)));
         for broken in ["[meta\nboard = 1", "meta = 3", "[scenario.x]\ny = 1"] {
-            assert!(matches!(migrated(broken), std::borrow::Cow::Borrowed(_)), "{broken}");
+            assert!(matches!(migrated(broken), (std::borrow::Cow::Borrowed(_), None)), "{broken}");
         }
         // A broken file is still refused naming what is wrong, after the
-        // migrations.
-        let old = EARLIER[0].1.replace("arena_used_bytes = 1472", "arena_used_bytes = \"x\"");
-        let err = parse(Path::new("old.toml"), &old, "qemu-m7", "hello_world").unwrap_err().to_string();
-        assert!(err.contains("arena_used_bytes"), "{err}");
+        // migrations, at its own line of the file as it is.
+        for (name, text, _) in EARLIER {
+            let old = text.replace("arena_used_bytes = 1472", "arena_used_bytes = \"x\"");
+            let line = old.lines().position(|l| l.contains("arena_used_bytes = \"x\"")).unwrap() + 1;
+            let err = parse(Path::new("old.toml"), &old, "qemu-m7", "hello_world").unwrap_err().to_string();
+            assert!(err.contains("arena_used_bytes") && err.ends_with(&format!("(line {line})")), "{name}: {err}");
+            // Before the inserted keys too.
+            let old = text.replacen("[meta]\n", "[meta]\ncolour = 1\n", 1);
+            let err = parse(Path::new("old.toml"), &old, "qemu-m7", "hello_world").unwrap_err().to_string();
+            let line = old.lines().position(|l| l == "colour = 1").unwrap() + 1;
+            assert!(err.contains("unknown field `colour`"), "{name}: {err}");
+            assert!(!err.contains("(line") || err.ends_with(&format!("(line {line})")), "{name}: {err}");
+        }
     }
 }
