@@ -165,10 +165,10 @@ pub fn run(args: Args) -> Result<i32> {
     }
     options.build_only = args.build_only || args.dry_run;
     // Boards behind a debug probe with none attached: said once, their
-    // images built and compared as --build-only, nothing flashed.
+    // images built and compared as --build-only, nothing flashed; the run's
+    // other boards run.
     let absent = if options.build_only { Vec::new() } else { absent_probes(&boards, &options.run)? };
-    let no_board = !absent.is_empty() && absent.len() == boards.len();
-    options.build_only |= no_board;
+    options.unattached = absent.iter().map(|(board, _)| board.clone()).collect();
     options.retries = args.retries;
     options.repeat = args.repeat;
     options.run.noise = args.link_noise.map(|per_million| Noise { per_million, seed: 1 });
@@ -237,13 +237,13 @@ pub fn run(args: Args) -> Result<i32> {
             ws.shown(&approval::pending_dir(&out))
         );
     }
-    if no_board {
+    if !absent.is_empty() {
         for line in no_board_said(&absent, &report::verdict_line(&results, &comparison)) {
             eprintln!("{line}");
         }
     }
     let undeployable = args.dry_run && !show_deploys(&ws, &run::dry_run(&ws, &options)?);
-    Ok(if !results.failed.is_empty() || undeployable || no_board {
+    Ok(if !results.failed.is_empty() || undeployable || !absent.is_empty() {
         exit::ERROR
     } else if !results.all_checks_passed() || comparison.fails(args.strict) {
         exit::REGRESSION
@@ -310,8 +310,8 @@ fn absent_probes(boards: &[board::Board], options: &RunOptions) -> Result<Vec<(S
     Ok(absent)
 }
 
-/// What a run says, once, when no board it was asked for has its probe
-/// attached: which probes it looked for, that nothing was flashed, how the
+/// What a run says, once, for the boards it was asked for whose probe is
+/// not attached: which probes it looked for, that nothing was flashed, how the
 /// build-only figures stand, and what to run instead.
 fn no_board_said(absent: &[(String, String)], verdict: &str) -> Vec<String> {
     let names: Vec<&str> = absent.iter().map(|(board, _)| board.as_str()).collect();

@@ -623,6 +623,27 @@ fn a_real_board_without_its_probe_is_said_once_and_its_build_figures_compared() 
     assert!(text.contains("`cargo xtask hil --board nucleo-h743 --build-only`"), "{text}");
     assert!(!text.contains("FAILED") && !text.contains("running single-frame"), "{text}");
     assert!(text.contains("│ hello_world │ build (not run) │"), "{text}");
+
+    // Beside a board that runs: the absent one is still said once and only
+    // built, the other runs, and the run ends with exit 2 all the same.
+    let both = ["hil", "--board", "nucleo-h743", "--board", "qemu-m7", "--model", "hello_world"];
+    let out = xtask(&[&both[..], &["--scenario", "single-frame", "--out", out_dir]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", self::text(&out));
+    let text = self::text(&out);
+    assert_eq!(text.matches("nucleo-h743: no debug probe attached").count(), 1, "{text}");
+    assert!(!text.contains("FAILED") && !text.contains("nucleo-h743/hello_world: running"), "{text}");
+    assert!(text.contains("`cargo xtask hil --board nucleo-h743 --build-only`"), "{text}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("results.json")).unwrap()).unwrap();
+    let ran: Vec<(&str, &str)> = results["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["board"].as_str().unwrap(), r["scenario"].as_str().unwrap()))
+        .collect();
+    assert!(ran.contains(&("qemu-m7", "single-frame")) && ran.contains(&("nucleo-h743", "build")), "{ran:?}");
+    assert!(!ran.contains(&("nucleo-h743", "single-frame")), "{ran:?}");
+    assert_eq!(results["failed"].as_array().map(Vec::len), Some(0), "{results}");
 }
 
 /// Runs `cargo xtask ARGS` with standard output and error on a terminal (a

@@ -91,6 +91,10 @@ pub struct Options {
     pub repeat: u32,
     /// Build the images and make their build records, running nothing.
     pub build_only: bool,
+    /// Boards whose debug probe is not attached: their images are built and
+    /// recorded as with `build_only`, and nothing is flashed; the others of
+    /// the run run as usual.
+    pub unattached: Vec<String>,
 }
 
 /// The note of a build record whose image was not run.
@@ -130,7 +134,13 @@ impl Options {
             retries: 0,
             repeat: 1,
             build_only: false,
+            unattached: Vec::new(),
         }
+    }
+
+    /// Whether `board`'s images are built and recorded without running.
+    pub fn builds_only(&self, board: &Board) -> bool {
+        self.build_only || self.unattached.contains(&board.name)
     }
 }
 
@@ -313,7 +323,7 @@ const RECORDING_ROOM: u32 = 1024;
 /// scenario, a model the others, a build only none; `None` when the pair
 /// is not even built (nothing of it runs, and not a build only).
 fn selected<'a>(options: &'a Options, spec: &ModelSpec, board: &Board) -> Option<Vec<&'a String>> {
-    if options.build_only {
+    if options.builds_only(board) {
         return Some(Vec::new());
     }
     let selected: Vec<&String> = options.scenarios.iter().filter(|s| runs_for(spec, s, board)).collect();
@@ -342,7 +352,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     let mut recording = None;
     let built = file.as_ref().map_err(ToString::to_string).and_then(|model| {
         let sized = match model.sized_for(board, runtime.generation()) {
-            Err(ModelsError::Auto { source, .. }) if model.spec.set.is_none() && !options.build_only => {
+            Err(ModelsError::Auto { source, .. }) if model.spec.set.is_none() && !options.builds_only(board) => {
                 first_boot(setup, board, model, &source.to_string())
             }
             sized => sized.map_err(|e| RunError::from(BuildError::from(e))),
