@@ -58,7 +58,7 @@ impl Progress {
                 }
             }
             Event::Running { .. } | Event::StillRunning { .. } => runs.set_message(line.unwrap_or_default()),
-            Event::Finished { .. } => {
+            Event::Finished { .. } | Event::Skipped { .. } => {
                 runs.inc(1);
                 // What each run came to stays above the bars.
                 if let Some(line) = line {
@@ -111,5 +111,6 @@ fn line(event: &Event) -> Option<String> {
             };
             format!("{board}/{model}: {scenario} {how}")
         }
+        Event::Skipped { board, model, scenario, why } => format!("{board}/{model}: {scenario} not run: {why}"),
     })
 }

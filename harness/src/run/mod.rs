@@ -191,6 +191,13 @@ pub enum Event<'a> {
         scenario: &'a str,
         ok: bool,
     },
+    /// A planned scenario run that will not be made, and why.
+    Skipped {
+        board: &'a str,
+        model: &'a str,
+        scenario: &'a str,
+        why: &'a str,
+    },
 }
 
 /// The boards `names` stands for, loaded and validated.
@@ -371,9 +378,15 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         built.map_err(|e| e.to_string())
     });
     progress(Event::Built { board: &board.name, model: &spec.name, ok: built.is_ok() });
+    let skipped = |why: &str| {
+        for scenario in &selected {
+            progress(Event::Skipped { board: &board.name, model: &spec.name, scenario, why });
+        }
+    };
     let (model, (firmware, sizes), info) = match built {
         Ok(built) => built,
         Err(error) => {
+            skipped("its image was not built");
             let failed = |s: &str| {
                 (s.to_owned(), Err(RunError::Image { context: context(board, spec, s), error: error.clone() }))
             };
@@ -393,6 +406,7 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
     }
     let mut runs = vec![(BUILD.to_owned(), build)];
     if !fits {
+        skipped("the image does not lie inside the board's regions");
         return (Some(info), runs);
     }
     let name = &spec.name;

@@ -17,7 +17,7 @@ use harness::image::firmware::{self, Firmware, Variant};
 use harness::model::tail::Layout;
 use harness::run::measurement::{Measurement, BUILD, DEFAULT_FRAMES, SINGLE_FRAME};
 use harness::run::results::Results;
-use harness::run::{self, Options};
+use harness::run::{self, Event, Options};
 use harness::Workspace;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -96,7 +96,18 @@ pub fn hil_with_models(dir: &Path, models_toml: &str) -> Results {
     let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
     options.models_file = file;
     options.scenarios = vec![SINGLE_FRAME.into()];
-    run::run(&ws(), &options, &|_| {}).unwrap()
+    // Every run the progress was told of is counted as made or not made,
+    // whatever failed on the way (a progress bar's count reaches its total).
+    let counted = std::sync::Mutex::new((0, 0));
+    let results = run::run(&ws(), &options, &|event| match event {
+        Event::Planned { runs, .. } => counted.lock().unwrap().0 = runs,
+        Event::Finished { .. } | Event::Skipped { .. } => counted.lock().unwrap().1 += 1,
+        _ => {}
+    })
+    .unwrap();
+    let (planned, ended) = counted.into_inner().unwrap();
+    assert_eq!(ended, planned, "runs planned and runs ended or skipped: {:?}", results.failed);
+    results
 }
 
 /// A figure TFLM printed itself, as `<prefix><n> bytes`.
