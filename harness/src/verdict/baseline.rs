@@ -106,15 +106,18 @@ pub const MIGRATIONS: [Migration; 3] = [
 /// added with the value it had then, as lines right after the `[meta]`
 /// header, and where they went (the header's line and how many), so that
 /// an error's line is the file's. Text that is not a TOML table with a
-/// `[meta]` header is left as it is, for the parser to name what is wrong.
+/// `[meta]` header, or that lacks keys no layout lacked together (a key
+/// but not every one added after it), is left as it is, for the parser to
+/// name what is wrong.
 fn migrated(text: &str) -> (std::borrow::Cow<'_, str>, Option<(usize, usize)>) {
     let Ok(file) = text.parse::<toml::Table>() else { return (text.into(), None) };
     let Some(toml::Value::Table(meta)) = file.get("meta") else { return (text.into(), None) };
-    let lacking: Vec<String> = MIGRATIONS
-        .iter()
-        .filter(|m| !meta.contains_key(m.key))
-        .map(|m| format!("{} = {}\n", m.key, toml::Value::from(m.value)))
-        .collect();
+    let kept = MIGRATIONS.iter().take_while(|m| meta.contains_key(m.key)).count();
+    if MIGRATIONS[kept..].iter().any(|m| meta.contains_key(m.key)) {
+        return (text.into(), None);
+    }
+    let lacking: Vec<String> =
+        MIGRATIONS[kept..].iter().map(|m| format!("{} = {}\n", m.key, toml::Value::from(m.value))).collect();
     let header = text.lines().position(|l| l.trim() == "[meta]");
     let (Some(header), false) = (header, lacking.is_empty()) else { return (text.into(), None) };
     let mut out = String::new();
@@ -331,6 +334,22 @@ mod tests {
         for (name, _, lacking) in EARLIER {
             let added_since: Vec<&str> = MIGRATIONS[MIGRATIONS.len() - lacking.len()..].iter().map(|m| m.key).collect();
             assert_eq!(added_since, lacking, "{name}");
+        }
+    }
+
+    /// A file that lacks a key but not every key added after it is of no
+    /// layout hilmem wrote: it is refused naming the key, not read as an
+    /// older layout. (A file of today's layout that lost only the newest
+    /// key reads as the layout before it: nothing in the file tells them
+    /// apart.)
+    #[test]
+    fn a_file_missing_a_key_no_layout_lacked_alone_is_refused_naming_it() {
+        let text = sample().to_toml();
+        for key in ["rustc", "tflm_generation"] {
+            let lost: String =
+                text.lines().filter(|l| !l.starts_with(&format!("{key} = "))).map(|l| format!("{l}\n")).collect();
+            let err = parse(Path::new("b.toml"), &lost, "qemu-m7", "hello_world").unwrap_err().to_string();
+            assert!(err.contains(&format!("missing field `{key}`")), "{key}: {err}");
         }
     }
 
