@@ -20,8 +20,8 @@
 //! 8. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
 //!
 //! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`],
-//! [`children`] and [`gitrepo`] are helpers any folder may use (and that
-//! use none of them); [`doctor`]
+//! [`children`], [`gitrepo`] and [`exit`] are helpers any folder may use
+//! (and that use none of them); [`doctor`]
 //! (the machine's tools), [`bench`] (what hilmem costs) and [`sweep`]
 //! (TFLM's history, a tree a month) use the folders.
 
@@ -30,6 +30,7 @@ pub mod children;
 pub mod config;
 pub mod device;
 pub mod doctor;
+pub mod exit;
 pub mod fsutil;
 pub mod fuzz;
 pub mod gitrepo;

@@ -13,7 +13,7 @@ use harness::model::tflite;
 use harness::tflm::registry::Operators;
 use harness::{report, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

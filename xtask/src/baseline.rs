@@ -9,7 +9,7 @@ use harness::verdict::baseline::{self, Source};
 use harness::verdict::compare::{self, Row};
 use harness::{report, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -6,7 +6,7 @@ use harness::config::models;
 use harness::config::runtime::Kernels;
 use harness::{bench, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

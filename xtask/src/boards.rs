@@ -6,7 +6,7 @@ use harness::config::board;
 use harness::device::runner::{self, probe};
 use harness::{report, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

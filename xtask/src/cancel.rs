@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use harness::{children, fsutil};
 
-use crate::exit;
+use harness::exit;
 
 /// How long the stopped programs' owners get to reap them.
 const REAP_WAIT: Duration = Duration::from_secs(2);

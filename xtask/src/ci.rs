@@ -14,7 +14,7 @@ use harness::config::board;
 use harness::config::runtime::Choice;
 use harness::{doctor, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

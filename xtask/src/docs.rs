@@ -16,7 +16,7 @@ use harness::fsutil::write_atomic;
 use harness::report::page;
 use harness::{doctor, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -4,7 +4,7 @@ use anyhow::Result;
 use harness::config::board;
 use harness::{doctor, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 pub fn run() -> Result<i32> {
     let ws = Workspace::from_source();

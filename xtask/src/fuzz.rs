@@ -9,7 +9,7 @@ use harness::fuzz::{self, Subject};
 use harness::model::fuzz::MODELS;
 use harness::Workspace;
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

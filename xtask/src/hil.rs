@@ -7,16 +7,15 @@ use harness::config::board;
 use harness::config::hardware::Selector;
 use harness::config::runtime::Kernels;
 use harness::device::runner::noise::Noise;
-use harness::device::runner::{self, probe, RunOptions};
-use harness::report::page;
+use harness::report::outputs::{self, PageFrom};
 use harness::run::{self, Options};
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy};
 use harness::{doctor, fsutil, report, Workspace};
 
+use crate::cancel;
 use crate::progress::Progress;
-use crate::{cancel, exit};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -167,7 +166,7 @@ pub fn run(args: Args) -> Result<i32> {
     // Boards behind a debug probe with none attached: said once, their
     // images built and compared as --build-only, nothing flashed; the run's
     // other boards run.
-    let absent = if options.build_only { Vec::new() } else { absent_probes(&boards, &options.run)? };
+    let absent = if options.build_only { Vec::new() } else { run::unattached(&boards, &options.run)? };
     options.unattached = absent.iter().map(|(board, _)| board.clone()).collect();
     options.retries = args.retries;
     options.repeat = args.repeat;
@@ -200,23 +199,11 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
-    // The outputs as one set: a cancellation waits for it to be complete.
-    let writing = fsutil::writing();
-    let written = || -> std::io::Result<()> {
-        results.save(&out)?;
-        let comparison_json = serde_json::to_string_pretty(&comparison).expect("comparison serializes");
-        fsutil::write_atomic(&out.join("comparison.json"), comparison_json.as_bytes())?;
-        fsutil::write_atomic(&out.join("report.md"), report::markdown(&results, &comparison).as_bytes())?;
-        fsutil::write_atomic(&out.join("junit.xml"), report::junit(&results, &comparison, args.strict).as_bytes())
-    };
-    written().with_context(|| format!("cannot write the results into {}", out.display()))?;
-    if args.report {
-        let page = page::write(&ws, results.clone(), comparison.clone(), &options.models_file, &baselines_dir, &out)
-            .with_context(|| format!("cannot write the report into {}", out.display()))?;
-        eprintln!("report: {}", ws.shown(&page));
+    let page = args.report.then_some(PageFrom { models_file: &options.models_file, baselines_dir: &baselines_dir });
+    let saved = outputs::save(&ws, &out, &results, &comparison, args.strict, page)?;
+    if let Some(page) = &saved.page {
+        eprintln!("report: {}", ws.shown(page));
     }
-    let pending = approval::write_pending(&results, &comparison, &out)?;
-    drop(writing);
     eprintln!(
         "compared {} figures and wrote the reports in {:.1} ms",
         comparison.rows.len(),
@@ -230,26 +217,20 @@ pub fn run(args: Args) -> Result<i32> {
         Format::Junit => println!("{}", report::junit(&results, &comparison, args.strict)),
     }
     eprintln!("results, comparison.json, report.md, junit.xml: {}", ws.shown(&out));
-    if !pending.is_empty() {
+    if !saved.pending.is_empty() {
         eprintln!(
             "{} pending baseline change(s) under {}; review them with `cargo xtask baseline review`",
-            pending.len(),
+            saved.pending.len(),
             ws.shown(&approval::pending_dir(&out))
         );
     }
     if !absent.is_empty() {
-        for line in no_board_said(&absent, &report::verdict_line(&results, &comparison)) {
+        for line in outputs::unattached(&absent, &report::verdict_line(&results, &comparison)) {
             eprintln!("{line}");
         }
     }
     let undeployable = args.dry_run && !show_deploys(&ws, &run::dry_run(&ws, &options)?);
-    Ok(if !results.failed.is_empty() || undeployable || !absent.is_empty() {
-        exit::ERROR
-    } else if !results.all_checks_passed() || comparison.fails(args.strict) {
-        exit::REGRESSION
-    } else {
-        exit::OK
-    })
+    Ok(outputs::status(&results, &comparison, args.strict, undeployable, !absent.is_empty()))
 }
 
 /// What `--dry-run` found for each image; whether every one could be
@@ -282,51 +263,6 @@ fn show_deploys(ws: &Workspace, deploys: &[run::Deploy]) -> bool {
         }
     }
     all
-}
-
-/// The boards of `boards` behind a debug probe that is not attached now,
-/// each with the probe it looks for.
-fn absent_probes(boards: &[board::Board], options: &RunOptions) -> Result<Vec<(String, String)>> {
-    let behind_probes: Vec<(&board::Board, &Option<String>)> = boards
-        .iter()
-        .filter_map(|b| match &b.runner {
-            board::Runner::ProbeRs { probe, .. } => Some((b, probe)),
-            _ => None,
-        })
-        .collect();
-    // The USB bus is looked at only when a board needs a probe.
-    if behind_probes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let attached = probe::attached();
-    let mut absent = Vec::new();
-    for (board, profile) in behind_probes {
-        let wanted = runner::probe_selector(profile.as_deref(), options)?;
-        if let Err(probe::ProbeError::NoProbe { .. }) = probe::select(&attached, wanted.as_ref()) {
-            let looked_for = wanted.map_or("any probe".to_owned(), |w| format!("probe {w}"));
-            absent.push((board.name.clone(), looked_for));
-        }
-    }
-    Ok(absent)
-}
-
-/// What a run says, once, for the boards it was asked for whose probe is
-/// not attached: which probes it looked for, that nothing was flashed, how the
-/// build-only figures stand, and what to run instead.
-fn no_board_said(absent: &[(String, String)], verdict: &str) -> Vec<String> {
-    let names: Vec<&str> = absent.iter().map(|(board, _)| board.as_str()).collect();
-    let mut lines: Vec<String> = absent
-        .iter()
-        .map(|(board, looked_for)| {
-            format!("{board}: no debug probe attached (looked for {looked_for}); nothing was flashed")
-        })
-        .collect();
-    lines.push(format!("the images were built and their build figures compared with the baselines: {verdict}"));
-    lines.push(format!(
-        "instead: `cargo xtask hil --board {} --build-only` (the build figures alone), `cargo xtask hil` (the emulated Cortex-M7, qemu-m7), or `cargo xtask boards` (the probes attached now)",
-        names.join(" --board ")
-    ));
-    lines
 }
 
 /// The revision `--against` names, with `auto` resolved.

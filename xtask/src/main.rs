@@ -9,7 +9,6 @@ mod cancel;
 mod ci;
 mod docs;
 mod doctor;
-mod exit;
 mod fuzz;
 mod hil;
 mod matrix;
@@ -20,6 +19,7 @@ mod sweep;
 mod test;
 
 use clap::{Parser, Subcommand};
+use harness::exit;
 
 #[derive(Parser)]
 #[command(

@@ -5,7 +5,7 @@ use anyhow::Result;
 use harness::config::board;
 use harness::Workspace;
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use harness::{doctor, strict_toml, Workspace};
 use serde::Deserialize;
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

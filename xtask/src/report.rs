@@ -6,7 +6,7 @@ use harness::run::results::Results;
 use harness::verdict::compare::Comparison;
 use harness::Workspace;
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

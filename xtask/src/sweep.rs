@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use harness::sweep::{self, Outcome};
 use harness::Workspace;
 
-use crate::exit;
 use crate::progress::Progress;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use harness::config::board;
 use harness::{doctor, Workspace};
 
-use crate::exit;
+use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {

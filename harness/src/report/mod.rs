@@ -2,6 +2,7 @@
 //! page in [`page`] (drawn with [`svg`]). Reads every folder below it;
 //! nothing below reads it.
 
+pub mod outputs;
 pub mod page;
 pub mod svg;
 

@@ -1,6 +1,6 @@
 //! The run behind `hil`: for each board (boards in parallel) and model, build
 //! the firmware, run each scenario from a fresh boot, and collect the
-//! measurement records ([`results::Results`]). Uses [`crate::target`],
+//! measurement records ([`results::Results`]). Uses [`crate::device`], [`crate::image`],
 //! [`crate::config`] and [`crate::model`]; the verdict and the reports read
 //! what it produces.
 
@@ -20,7 +20,7 @@ use crate::config::board::{self, Board, BoardError, Runner};
 use crate::config::fit;
 use crate::config::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
 use crate::config::runtime::{Kernels, Runtime, RuntimeError};
-use crate::device::runner::probe::{self, DryRun, DryRunError};
+use crate::device::runner::probe::{self, DryRun, DryRunError, ProbeError};
 use crate::device::runner::{self, Run, RunOptions};
 use crate::image::elf::{self, ImageSizes};
 use crate::image::firmware::{self, BuildError, Firmware, Variant};
@@ -198,6 +198,32 @@ pub enum Event<'a> {
         scenario: &'a str,
         why: &'a str,
     },
+}
+
+/// The boards of `boards` behind a debug probe that is not attached now,
+/// each with the probe it looks for: what [`Options::unattached`] takes. The
+/// USB bus is looked at only when a board needs a probe.
+pub fn unattached(boards: &[Board], options: &RunOptions) -> Result<Vec<(String, String)>, ProbeError> {
+    let behind_probes: Vec<(&Board, &Option<String>)> = boards
+        .iter()
+        .filter_map(|b| match &b.runner {
+            Runner::ProbeRs { probe, .. } => Some((b, probe)),
+            _ => None,
+        })
+        .collect();
+    if behind_probes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let attached = probe::attached();
+    let mut absent = Vec::new();
+    for (board, profile) in behind_probes {
+        let wanted = runner::probe_selector(profile.as_deref(), options)?;
+        if let Err(ProbeError::NoProbe { .. }) = probe::select(&attached, wanted.as_ref()) {
+            let looked_for = wanted.map_or("any probe".to_owned(), |w| format!("probe {w}"));
+            absent.push((board.name.clone(), looked_for));
+        }
+    }
+    Ok(absent)
 }
 
 /// The boards `names` stands for, loaded and validated.

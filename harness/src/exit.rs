@@ -1,4 +1,4 @@
-//! Exit codes of every subcommand.
+//! Exit statuses of every command, and the status a `hil` run ends with.
 
 /// Everything ran and nothing regressed.
 pub const OK: i32 = 0;
