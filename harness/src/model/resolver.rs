@@ -141,15 +141,14 @@ mod tests {
         assert_eq!(Operators::bundled().kernel_list(&[&model]), "Register_CONV_2D\nRegister_FULLY_CONNECTED\n");
     }
 
+    /// An operator a current TFLM's resolver adds with `method`.
+    fn op(name: &str, method: &str) -> Operator {
+        Operator { name: name.into(), versions: None, method: Some(method.into()), kernel: format!("Register_{name}") }
+    }
+
     /// A current resolver registers by method, whatever the version.
     #[test]
     fn a_current_resolver_registers_by_method_and_refuses_what_it_lacks() {
-        let op = |name: &str, method: &str| Operator {
-            name: name.into(),
-            versions: None,
-            method: Some(method.into()),
-            kernel: format!("Register_{name}"),
-        };
         let ops =
             Operators { by_code: BTreeMap::from([(3, op("CONV_2D", "AddConv2D")), (77, op("SHAPE", "AddShape"))]) };
         let model = with_ops(vec![
@@ -169,12 +168,6 @@ mod tests {
 
     #[test]
     fn a_model_with_resource_handles_has_the_firmware_make_resource_variables() {
-        let op = |name: &str, method: &str| Operator {
-            name: name.into(),
-            versions: None,
-            method: Some(method.into()),
-            kernel: format!("Register_{name}"),
-        };
         let ops = Operators {
             by_code: BTreeMap::from([
                 (tflite::VAR_HANDLE, op("VAR_HANDLE", "AddVarHandle")),
