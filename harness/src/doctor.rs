@@ -133,6 +133,15 @@ pub fn needs(boards: &[Board], tests: bool) -> Vec<Need> {
     if boards.iter().any(|b| matches!(b.runner, Runner::Qemu { .. })) {
         needs.push(Need::Package { what: QEMU, package: "qemu-system-arm", probe: Probe::Runs(QEMU) });
     }
+    // The host board compiles TFLM and the shim with the host's own C++
+    // compiler (the one `cc` calls `c++`).
+    if boards.iter().any(|b| matches!(b.layout, Layout::Process { .. })) {
+        needs.push(Need::Package {
+            what: "a C++ compiler for the host board",
+            package: "g++",
+            probe: Probe::Runs("c++"),
+        });
+    }
     // The host's own target comes with every toolchain.
     for board in boards.iter().filter(|b| b.target != crate::config::hardware::HOST_TARGET) {
         let need = Need::RustTarget(board.target.clone());

@@ -158,6 +158,7 @@ fn a_machine_without_the_toolchain_is_told_what_to_install() {
     let text = text(&out);
     assert!(text.contains("missing  arm-none-eabi-gcc (Debian package gcc-arm-none-eabi)"), "{text}");
     assert!(text.contains("missing  Rust target thumbv7em-none-eabihf"), "{text}");
+    assert!(text.contains("missing  a C++ compiler for the host board (Debian package g++)"), "{text}");
     assert!(text.contains("missing  Rust target thumbv8m.main-none-eabihf"), "{text}");
     assert!(
         text.contains(
