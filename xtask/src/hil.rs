@@ -225,7 +225,7 @@ pub fn run(args: Args) -> Result<i32> {
         );
     }
     if !absent.is_empty() {
-        for line in outputs::unattached(&absent, &report::verdict_line(&results, &comparison)) {
+        for line in outputs::unattached_lines(&absent, &report::verdict_line(&results, &comparison)) {
             eprintln!("{line}");
         }
     }

@@ -68,7 +68,7 @@ pub fn save(
 /// not attached (`(board, the probe it looked for)`): that nothing was
 /// flashed, how the build figures stand (`verdict`), and what to run
 /// instead.
-pub fn unattached(absent: &[(String, String)], verdict: &str) -> Vec<String> {
+pub fn unattached_lines(absent: &[(String, String)], verdict: &str) -> Vec<String> {
     let names: Vec<&str> = absent.iter().map(|(board, _)| board.as_str()).collect();
     let mut lines: Vec<String> = absent
         .iter()
