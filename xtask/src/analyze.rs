@@ -5,12 +5,13 @@ use anyhow::{Context, Result};
 use harness::config::board::Board;
 use harness::config::fit;
 use harness::config::models::{self, ModelSpec, SetSpec};
-use harness::config::runtime::{Generation, Kernels, Runtime};
+use harness::config::runtime::Runtime;
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::tflm::registry::Operators;
+use harness::tflm::tree::{Generation, Kernels};
 use harness::{report, Workspace};
 
 use harness::exit;

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use harness::config::models;
-use harness::config::runtime::Kernels;
+use harness::tflm::tree::Kernels;
 use harness::{bench, Workspace};
 
 use harness::exit;

@@ -8,12 +8,13 @@ use serde::Deserialize;
 
 use crate::config::board::Board;
 use crate::config::fit;
-use crate::config::runtime::{Choice, Generation, Kernels, Runtime, RuntimeError};
+use crate::config::runtime::{Choice, Runtime, RuntimeError};
 use crate::model::analysis::{Analysis, Sharing};
 use crate::model::planner::Planner;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::model::tflite;
 use crate::strict_toml::{self, TomlError};
+use crate::tflm::tree::{Generation, Kernels};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelsError {

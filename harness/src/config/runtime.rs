@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::tflm::registry::Operators;
 use crate::{fsutil, gitrepo, Workspace};
 
-pub use crate::tflm::tree::{bundled_tree, Generation, Kernels, Tree};
+use crate::tflm::tree::{Generation, Kernels, Tree};
 use crate::tflm::tree::{file_stamp, walk};
 
 /// The core a tree's kernels are checked for before any board is built

@@ -486,7 +486,7 @@ mod tests {
             file: "m.tflite".into(),
             arena: crate::config::models::Arena::Bytes(64),
             planner: crate::model::planner::Planner::Greedy,
-            kernels: crate::config::runtime::Kernels::Reference,
+            kernels: crate::tflm::tree::Kernels::Reference,
             inputs: vec![
                 input("a", Some(Expect::Class(1))),
                 input("b", Some(Expect::Value { value: 1.0, tolerance: 0.1 })),

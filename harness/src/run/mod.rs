@@ -19,7 +19,7 @@ use hilmem_protocol::WARM_UP_FRAMES;
 use crate::config::board::{self, Board, BoardError, Runner};
 use crate::config::fit;
 use crate::config::models::{self, Arena, Model, ModelSpec, ModelsError, ModelsFile};
-use crate::config::runtime::{Kernels, Runtime, RuntimeError};
+use crate::config::runtime::{Runtime, RuntimeError};
 use crate::device::runner::probe::{self, DryRun, DryRunError, ProbeError};
 use crate::device::runner::{self, Run, RunOptions};
 use crate::image::elf::{self, ImageSizes};
@@ -30,6 +30,7 @@ use crate::run::measurement::{
 };
 use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
+use crate::tflm::tree::Kernels;
 use crate::{gitrepo, Workspace};
 
 /// `--board` value that stands for every board that needs no hardware.

@@ -447,8 +447,9 @@ fn printed(lines: &[String], prefix: &str) -> Result<i64, String> {
 mod tests {
     use super::*;
     use crate::config::models::{self, Model, SetSpec};
-    use crate::config::runtime::{Generation, Runtime};
+    use crate::config::runtime::Runtime;
     use crate::run::measurement::STREAM;
+    use crate::tflm::tree::Generation;
     use crate::Workspace;
     use hilmem_protocol::Frame;
 

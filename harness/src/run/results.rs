@@ -9,9 +9,10 @@ use sha2::{Digest, Sha256};
 
 use crate::config::board::Board;
 use crate::config::models::{Model, ModelsError};
-use crate::config::runtime::{Generation, Kernels, Runtime};
+use crate::config::runtime::Runtime;
 use crate::fsutil::write_atomic;
 use crate::run::measurement::Measurement;
+use crate::tflm::tree::{Generation, Kernels};
 
 /// A board, model and scenario that produced no measurement, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

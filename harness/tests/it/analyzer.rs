@@ -14,7 +14,7 @@ use harness::model::tail::Layout;
 use harness::run::measurement::SINGLE_FRAME;
 use harness::tflm::bundled;
 
-use harness::config::runtime::{bundled_tree, Generation};
+use harness::tflm::tree::{bundled_tree, Generation};
 
 use crate::support::{
     compiled_layouts, default_board, measure, model, printed_by_tflm, ws, EVERY_OPERATOR, EVERY_OPERATOR_2023,

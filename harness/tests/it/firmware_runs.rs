@@ -4,11 +4,11 @@
 
 use harness::config::board::Layout;
 use harness::config::board::DEFAULT_BOARD;
-use harness::config::runtime::Generation;
 use harness::device::runner::{self, Ending, Next, Run, RunOptions};
 use harness::device::session::Session;
 use harness::run;
 use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
+use harness::tflm::tree::Generation;
 use hilmem_protocol::Frame;
 use object::{Object, ObjectSection, ObjectSymbol};
 

@@ -10,7 +10,7 @@ use object::{Object, ObjectSection};
 
 use harness::config::board::{Board, DEFAULT_BOARD};
 use harness::config::models::{self, Model};
-use harness::config::runtime::{Runtime, Tree};
+use harness::config::runtime::Runtime;
 use harness::device::runner::{Run, RunOptions};
 use harness::image::elf::{self, ImageSizes};
 use harness::image::firmware::{self, Firmware, Variant};
@@ -18,6 +18,7 @@ use harness::model::tail::Layout;
 use harness::run::measurement::{Measurement, BUILD, DEFAULT_FRAMES, SINGLE_FRAME};
 use harness::run::results::Results;
 use harness::run::{self, Event, Options};
+use harness::tflm::tree::Tree;
 use harness::Workspace;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);

@@ -10,12 +10,14 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use harness::config::runtime::{Generation, Kernels, Runtime, BUNDLED};
+use harness::config::runtime::{Runtime, BUNDLED};
+
 use harness::config::{fit, models};
 use harness::image::footprint::CMSIS_NN;
 use harness::run::measurement::{metric, Measurement, BUILD, SINGLE_FRAME};
 use harness::run::{self, Options};
 use harness::tflm::tree::{cpu_flags, cpu_flags_in_makefile};
+use harness::tflm::tree::{Generation, Kernels};
 
 use super::{build_of, current_tflm, with_arenas};
 use crate::support::{board, ran, ws};

@@ -10,13 +10,14 @@ use std::path::PathBuf;
 
 use harness::config::board::DEFAULT_BOARD;
 use harness::config::models;
-use harness::config::runtime::{Generation, Runtime};
+use harness::config::runtime::Runtime;
 use harness::model::analysis::BETWEEN;
 use harness::model::tail::current;
 use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
 use harness::run::record::NOT_PREDICTED;
 use harness::run::results::Results;
 use harness::run::{self, Options};
+use harness::tflm::tree::Generation;
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use harness::config::board::DEFAULT_BOARD;
-use harness::config::runtime::{Generation, Runtime, Tree, BUNDLED};
+use harness::config::runtime::{Runtime, BUNDLED};
 use harness::config::{fit, models};
 use harness::image::firmware::{self, Variant};
 use harness::model::analysis::Analysis;
@@ -21,6 +21,7 @@ use harness::run::measurement::{
 };
 use harness::run::{self, Options};
 use harness::tflm::registry::Operator;
+use harness::tflm::tree::{Generation, Tree};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 

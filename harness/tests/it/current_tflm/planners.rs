@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use harness::config::runtime::Generation;
 use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::run::measurement::{metric, Measurement};
+use harness::tflm::tree::Generation;
 
 use super::current_tflm;
 use crate::support::{hil_with_models, ran, ws};

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 
 use harness::config::board::DEFAULT_BOARD;
-use harness::config::runtime::Generation;
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
 use harness::run::measurement::{metric, Measurement, MULTI_MODEL, SHARED_PREEMPTION, SINGLE_FRAME};
 use harness::run::{self, Options};
+use harness::tflm::tree::Generation;
 
 use super::current_tflm;
 use crate::support::{ran, ws};
