@@ -22,10 +22,11 @@ use crate::device::runner::{qemu_args, QEMU, STDIO_UART};
 use crate::image::elf::ImageSizes;
 use crate::image::firmware;
 use crate::image::firmware::Variant;
-use crate::run::measurement::{DEFAULT_FRAMES, SINGLE_FRAME, STREAM};
+use crate::run::measurement::DEFAULT_FRAMES;
 use crate::run::{self, ConfigError, Options};
 use crate::tflm::tree::{Generation, Kernels};
 use crate::Workspace;
+use hilmem_protocol::scenario::{SINGLE_FRAME, STREAM};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -197,7 +198,7 @@ pub fn icount_cost(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(Paired, u8), BenchError> {
     let (board, image) = default_image(ws, model, Variant::Standard, progress)?;
-    let shift = crate::run::measurement::icount_shift(&board, crate::run::measurement::DMA_STREAM)
+    let shift = crate::run::measurement::icount_shift(&board, hilmem_protocol::scenario::DMA_STREAM)
         .expect("a QEMU board has the capture scenario's clock");
     let paired = alternate(&board, model, STREAM, runs, (&image, None), (&image, Some(shift)), progress)?;
     Ok((paired, shift))

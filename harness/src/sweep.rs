@@ -23,10 +23,11 @@ use serde::{Deserialize, Serialize};
 use crate::config::board::DEFAULT_BOARD;
 use crate::config::runtime::Runtime;
 use crate::fsutil::write_atomic;
-use crate::run::measurement::{Measurement, BUILD, SINGLE_FRAME};
+use crate::run::measurement::{Measurement, BUILD};
 use crate::run::{self, Event, Options};
 use crate::tflm::tree::{third_party_fetches, Fetch};
 use crate::Workspace;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 /// Where a tree's download scripts are, and where they put the libraries.
 const MAKE_DIR: &str = "tensorflow/lite/micro/tools/make";

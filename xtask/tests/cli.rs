@@ -238,7 +238,7 @@ fn analyze_shows_the_plan_the_fit_and_refuses_a_file_that_is_no_model() {
     // hilmem's plan reaches the lower bound greedy misses.
     assert_eq!((json["hilmem_bytes"].as_u64(), json["lower_bound_bytes"].as_u64()), (Some(32), Some(32)));
     // The predictions have the names a record gives the same figures.
-    use harness::run::measurement::metric;
+    use hilmem_protocol::metric;
     assert_eq!(
         (json[metric::PREDICTED_ARENA_BYTES].as_u64(), json[metric::PREDICTED_LEAST_ARENA_BYTES].as_u64()),
         (Some(1472), Some(1888))

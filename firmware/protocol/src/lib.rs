@@ -59,6 +59,227 @@ pub enum Frame<'a> {
 /// firmware's watermarks must not move.
 pub const WARM_UP_FRAMES: u32 = 4;
 
+/// The figures' names, which both sides use and baselines are stored
+/// under: stable.
+pub mod metric {
+    /// Size of the `.tflite` flatbuffer.
+    pub const MODEL_BYTES: &str = "model_bytes";
+    /// What the image puts in flash, from the ELF.
+    pub const FLASH_BYTES: &str = "flash_bytes";
+    /// `.data` + `.bss` + `.uninit` without the arena, from the ELF.
+    pub const STATIC_RAM_BYTES: &str = "static_ram_bytes";
+    /// The configured arena, from the ELF.
+    pub const ARENA_CAPACITY_BYTES: &str = "arena_capacity_bytes";
+    /// The buffer pool's backing store, from the ELF (part of
+    /// [`STATIC_RAM_BYTES`]).
+    pub const POOL_CAPACITY_BYTES: &str = "pool_capacity_bytes";
+    /// The analyzer's prediction of [`ARENA_USED_BYTES`], in the build
+    /// record.
+    pub const PREDICTED_ARENA_BYTES: &str = "predicted_arena_bytes";
+    /// The least arena the analyzer finds `AllocateTensors` accepts, in the
+    /// build record.
+    pub const PREDICTED_LEAST_ARENA_BYTES: &str = "predicted_least_arena_bytes";
+    /// The least arena `AllocateTensors` accepts, found by the firmware in
+    /// the single frame's boot (a binary search at the arena's alignment).
+    pub const LEAST_ARENA_BYTES: &str = "least_arena_bytes";
+    /// TFLM's `arena_used_bytes()` after `AllocateTensors`.
+    pub const ARENA_USED_BYTES: &str = "arena_used_bytes";
+    /// Planned (non-persistent) part of the arena, as TFLM reports it.
+    pub const ARENA_HEAD_BYTES: &str = "arena_head_bytes";
+    /// Persistent part of the arena, as TFLM reports it.
+    pub const ARENA_TAIL_BYTES: &str = "arena_tail_bytes";
+    /// Bytes of the painted arena that were written, observed.
+    pub const ARENA_TOUCHED_BYTES: &str = "arena_touched_bytes";
+    /// Peak bytes in use in the firmware's pool.
+    pub const HEAP_PEAK_BYTES: &str = "heap_peak_bytes";
+    /// Painted-stack high-water mark.
+    pub const STACK_PEAK_BYTES: &str = "stack_peak_bytes";
+    /// Peak resident set of a host-board process, from the kernel (VmHWM).
+    pub const RSS_PEAK_BYTES: &str = "rss_peak_bytes";
+    /// Frames a streaming scenario ran.
+    pub const FRAMES: &str = "frames";
+    /// Growth of the pool (outside OTA staging) after warm-up: a leak.
+    pub const HEAP_GROWTH_BYTES: &str = "heap_growth_bytes";
+    /// 1 when the gate accepted the update, 0 when it refused it.
+    pub const OTA_ACCEPTED: &str = "ota_accepted";
+    /// Peak of the buffer that receives the update.
+    pub const OTA_STAGING_PEAK_BYTES: &str = "ota_staging_peak_bytes";
+    /// Peaks of the pool's other categories.
+    pub const POOL_INPUT_FRAME_PEAK_BYTES: &str = "pool_input_frame_peak_bytes";
+    pub const POOL_PREPROCESS_PEAK_BYTES: &str = "pool_preprocess_peak_bytes";
+    pub const POOL_POSTPROCESS_PEAK_BYTES: &str = "pool_postprocess_peak_bytes";
+    pub const POOL_LOG_PEAK_BYTES: &str = "pool_log_peak_bytes";
+    /// State changes of the managed buffers in a streaming scenario.
+    pub const LIFECYCLE_TRANSITIONS: &str = "lifecycle_transitions";
+    /// The log ring's peak, and what it dropped when full.
+    pub const LOG_RING_PEAK_BYTES: &str = "log_ring_peak_bytes";
+    pub const LOG_DROPPED_BYTES: &str = "log_dropped_bytes";
+    /// The capture scenario's frames: those the camera wrote into a buffer,
+    /// those that found none, and those inferred.
+    pub const FRAMES_CAPTURED: &str = "frames_captured";
+    pub const FRAMES_DROPPED: &str = "frames_dropped";
+    pub const FRAMES_INFERRED: &str = "frames_inferred";
+    /// Its capture buffers, and the most of them in use at once.
+    pub const CAPTURE_BUFFERS: &str = "capture_buffers";
+    pub const CAPTURE_BUFFERS_PEAK: &str = "capture_buffers_peak";
+    /// The deepest the interrupt handlers nested.
+    pub const INTERRUPT_NESTING_PEAK: &str = "interrupt_nesting_peak";
+    /// On a Cortex-M board: the handlers' stack (the main stack, with the
+    /// frames nested exceptions stacked), and what the stack must hold: the
+    /// thread's peak, one exception frame landing at it (with the FP
+    /// context) and the handlers' peak.
+    pub const INTERRUPT_STACK_PEAK_BYTES: &str = "interrupt_stack_peak_bytes";
+    pub const STACK_BOUND_BYTES: &str = "stack_bound_bytes";
+    /// In a set whose model infers from an interrupt: its inferences, and
+    /// those that began while another model's ran.
+    pub const INTERRUPT_INFERENCES: &str = "interrupt_inferences";
+    pub const PREEMPTIONS: &str = "preemptions";
+
+    /// The figures the host reads from the model file and the ELF: a
+    /// firmware that reports one is refused, so the linker's facts never
+    /// depend on the firmware telling the truth about itself.
+    pub const FROM_IMAGE: [&str; 5] =
+        [MODEL_BYTES, FLASH_BYTES, STATIC_RAM_BYTES, ARENA_CAPACITY_BYTES, POOL_CAPACITY_BYTES];
+
+    /// Every figure a firmware may report; any other name is refused.
+    pub const REPORTABLE: [&str; 27] = [
+        ARENA_USED_BYTES,
+        ARENA_TOUCHED_BYTES,
+        HEAP_PEAK_BYTES,
+        STACK_PEAK_BYTES,
+        RSS_PEAK_BYTES,
+        FRAMES,
+        HEAP_GROWTH_BYTES,
+        OTA_ACCEPTED,
+        OTA_STAGING_PEAK_BYTES,
+        POOL_INPUT_FRAME_PEAK_BYTES,
+        POOL_PREPROCESS_PEAK_BYTES,
+        POOL_POSTPROCESS_PEAK_BYTES,
+        POOL_LOG_PEAK_BYTES,
+        LIFECYCLE_TRANSITIONS,
+        LOG_RING_PEAK_BYTES,
+        LOG_DROPPED_BYTES,
+        FRAMES_CAPTURED,
+        FRAMES_DROPPED,
+        FRAMES_INFERRED,
+        CAPTURE_BUFFERS,
+        CAPTURE_BUFFERS_PEAK,
+        INTERRUPT_NESTING_PEAK,
+        INTERRUPT_STACK_PEAK_BYTES,
+        STACK_BOUND_BYTES,
+        INTERRUPT_INFERENCES,
+        PREEMPTIONS,
+        LEAST_ARENA_BYTES,
+    ];
+
+    /// The figures every run on a Cortex-M board must report besides
+    /// [`FROM_FIRMWARE`].
+    pub const FROM_CORTEX_M: [&str; 2] = [INTERRUPT_STACK_PEAK_BYTES, STACK_BOUND_BYTES];
+
+    /// The figures every firmware run must report.
+    pub const FROM_FIRMWARE: [&str; 9] = [
+        ARENA_USED_BYTES,
+        ARENA_TOUCHED_BYTES,
+        HEAP_PEAK_BYTES,
+        STACK_PEAK_BYTES,
+        POOL_INPUT_FRAME_PEAK_BYTES,
+        POOL_PREPROCESS_PEAK_BYTES,
+        POOL_POSTPROCESS_PEAK_BYTES,
+        POOL_LOG_PEAK_BYTES,
+        OTA_STAGING_PEAK_BYTES,
+    ];
+
+    /// The figures a scenario must report besides [`FROM_FIRMWARE`] (and,
+    /// in the multi-model scenario, [`write_of_resident`] `ARENA_USED_BYTES` for each
+    /// model).
+    pub fn required_by(scenario: &str) -> &'static [&'static str] {
+        match scenario {
+            crate::scenario::STREAM | crate::scenario::LOG_HEAVY => &[FRAMES, HEAP_GROWTH_BYTES],
+            crate::scenario::CONCURRENT_OTA => &[FRAMES, OTA_ACCEPTED, OTA_STAGING_PEAK_BYTES],
+            crate::scenario::MULTI_MODEL => &[FRAMES],
+            crate::scenario::DMA_STREAM | crate::scenario::DMA_STREAM_SLOW => &[
+                FRAMES,
+                FRAMES_CAPTURED,
+                FRAMES_DROPPED,
+                FRAMES_INFERRED,
+                CAPTURE_BUFFERS,
+                CAPTURE_BUFFERS_PEAK,
+                INTERRUPT_NESTING_PEAK,
+                LOG_RING_PEAK_BYTES,
+                LOG_DROPPED_BYTES,
+            ],
+            _ => &[],
+        }
+    }
+
+    /// In the multi-model scenario, a figure of one model of the set:
+    /// [`ARENA_USED_BYTES`], what it added to the set's arena when it was
+    /// loaded (the record's own is the set's), [`LEAST_ARENA_BYTES`], and in
+    /// separate arenas [`ARENA_HEAD_BYTES`] and [`ARENA_TAIL_BYTES`], TFLM's
+    /// split of it: `<model>_<figure>`, written into `out`.
+    pub fn write_of_resident(out: &mut impl core::fmt::Write, model: &str, figure: &str) -> core::fmt::Result {
+        write!(out, "{model}_{figure}")
+    }
+}
+
+/// The names of the scenarios and self-tests: what the harness sends in a
+/// [`Frame::Run`], what the firmware runs, and what records are kept under.
+pub mod scenario {
+    /// One inference per configured input.
+    pub const SINGLE_FRAME: &str = "single-frame";
+    /// Many frames through the managed double-buffered pipeline.
+    pub const STREAM: &str = "stream";
+    /// The stream with heavy formatted logging into a ring buffer.
+    pub const LOG_HEAVY: &str = "log-heavy";
+    /// The stream while a model update arrives, is checked and maybe activated.
+    pub const CONCURRENT_OTA: &str = "concurrent-ota";
+    /// A set's models resident at once, run in turn frame by frame.
+    pub const MULTI_MODEL: &str = "multi-model";
+    /// Frames written by a camera's DMA from interrupts while the model infers,
+    /// at the board's clock.
+    pub const DMA_STREAM: &str = "dma-stream";
+    /// The same at a slower clock (low voltage, high temperature): the
+    /// camera's frame rate stays, so more frames arrive during one inference.
+    pub const DMA_STREAM_SLOW: &str = "dma-stream-slow";
+    /// Every scenario, in the order they run.
+    pub const SCENARIOS: [&str; 7] =
+        [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, MULTI_MODEL];
+
+    /// A panic.
+    pub const PANIC: &str = "selftest-panic";
+    /// A HardFault.
+    pub const HARD_FAULT: &str = "selftest-hardfault";
+    /// A firmware that never ends.
+    pub const HANG: &str = "selftest-hang";
+    /// Garbage on the wire, then a frame with a wrong checksum.
+    pub const GARBAGE: &str = "selftest-garbage";
+    /// A figure only the linker knows, claimed by the firmware.
+    pub const LINKER_FIGURE: &str = "selftest-linker-figure";
+    /// An allocation from a heap, which the bare-metal firmware has none of.
+    pub const OPERATOR_NEW: &str = "selftest-operator-new";
+    /// The capture scenario handing the model a buffer the camera is still
+    /// filling.
+    pub const CAPTURE_FILLING: &str = "selftest-capture-filling";
+    /// The capture scenario inferring in place, without the buffer's
+    /// lifecycle.
+    pub const ZERO_COPY: &str = "selftest-zero-copy";
+    /// A set in a shared arena whose last model infers from an interrupt over
+    /// the others, which the arena's owner check must refuse.
+    pub const SHARED_PREEMPTION: &str = "selftest-shared-preemption";
+    /// The single frame, reporting the stack after formatting its report.
+    pub const STACK_REPORT: &str = "selftest-stack-report";
+    /// The concurrent update arriving corrupt.
+    pub const OTA_CORRUPT: &str = "selftest-ota-corrupt";
+
+    /// The self-tests a board's runner and transport must report as what
+    /// they are: each ends the run the way a broken firmware or link would
+    /// (a panic, a HardFault, a hang, garbage on the wire, a figure only the
+    /// linker knows, an allocation from a heap), so none may become a
+    /// measurement. `hil --scenario` runs them.
+    pub const SELF_TESTS: [&str; 9] =
+        [PANIC, HARD_FAULT, HANG, GARBAGE, LINKER_FIGURE, OPERATOR_NEW, CAPTURE_FILLING, ZERO_COPY, SHARED_PREEMPTION];
+}
+
 /// Exit statuses the firmware leaves through semihosting (or its host-process
 /// equivalent), so a runner learns how a target ended without waiting.
 pub mod exit {

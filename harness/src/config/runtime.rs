@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 use crate::tflm::registry::Operators;
 use crate::{fsutil, gitrepo, Workspace};
 
-use crate::tflm::tree::{Generation, Kernels, Tree};
 use crate::tflm::tree::{file_stamp, walk};
+use crate::tflm::tree::{Generation, Kernels, Tree};
 
 /// The core a tree's kernels are checked for before any board is built
 /// (the downloads a kernel set needs are the same for every core).

@@ -17,13 +17,14 @@ use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::tail::cmsis_nn::{self, KernelPath};
 use crate::model::tail::current;
 use crate::run::measurement::{
-    metric, ArenaPrediction, Measurement, TflmBreakdown, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED,
+    ArenaPrediction, Measurement, TflmBreakdown, BUILD, PREDICTION_MARGIN_PERCENT, RECORDED,
 };
 use crate::run::results::Results;
 use crate::tflm::registry::Operators;
 use crate::tflm::tree::Generation;
 use crate::verdict::baseline::BaselineFile;
 use crate::verdict::compare::{Comparison, Row, Verdict};
+use hilmem_protocol::metric;
 
 /// Metric columns of the terminal table, shown where a board reports them.
 const COLUMNS: [&str; 8] = [

@@ -18,11 +18,12 @@ use crate::report::svg::{bytes, escape, Chart, Labels};
 use crate::report::{
     cells, comparison_summary, findings, footprint_rows, moved_text, runtime_changes, scenario_label, verdict_line,
 };
-use crate::run::measurement::{metric, Measurement, BUILD};
+use crate::run::measurement::{Measurement, BUILD};
 use crate::run::results::{Image, Results};
 use crate::tflm::tree::{Generation, Kernels};
 use crate::verdict::baseline;
 use crate::verdict::compare::{Comparison, Verdict};
+use hilmem_protocol::metric;
 
 /// One metric of one board and model through the baseline file's history:
 /// per version (commit, time), the value in each scenario.

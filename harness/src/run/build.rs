@@ -12,8 +12,9 @@ use crate::image::elf::{self, Image, ImageSizes};
 use crate::image::firmware::{map_path, Firmware};
 use crate::image::footprint;
 use crate::model::tflite::ReadError;
-use crate::run::measurement::{metric, Check, Measurement, BUILD};
+use crate::run::measurement::{Check, Measurement, BUILD};
 use crate::run::record::{context, image_figures, predict, RunError, NOT_PREDICTED};
+use hilmem_protocol::metric;
 
 /// The build record's note of how "auto" sized the arena.
 pub const ARENA_SOURCE: &str = "arena";

@@ -3,6 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{
+    CAPTURE_FILLING, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, LOG_HEAVY, MULTI_MODEL, SELF_TESTS,
+    SHARED_PREEMPTION, STREAM, ZERO_COPY,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::config::board::{Board, Runner};
@@ -11,192 +16,17 @@ use crate::device::session::{Output, Session};
 use crate::image::footprint::Footprint;
 use crate::model::analysis::Sharing;
 
-/// Stable metric names.
-pub mod metric {
-    /// Size of the `.tflite` flatbuffer.
-    pub const MODEL_BYTES: &str = "model_bytes";
-    /// What the image puts in flash, from the ELF.
-    pub const FLASH_BYTES: &str = "flash_bytes";
-    /// `.data` + `.bss` + `.uninit` without the arena, from the ELF.
-    pub const STATIC_RAM_BYTES: &str = "static_ram_bytes";
-    /// The configured arena, from the ELF.
-    pub const ARENA_CAPACITY_BYTES: &str = "arena_capacity_bytes";
-    /// The buffer pool's backing store, from the ELF (part of
-    /// [`STATIC_RAM_BYTES`]).
-    pub const POOL_CAPACITY_BYTES: &str = "pool_capacity_bytes";
-    /// The analyzer's prediction of [`ARENA_USED_BYTES`], in the build
-    /// record.
-    pub const PREDICTED_ARENA_BYTES: &str = "predicted_arena_bytes";
-    /// The least arena the analyzer finds `AllocateTensors` accepts, in the
-    /// build record.
-    pub const PREDICTED_LEAST_ARENA_BYTES: &str = "predicted_least_arena_bytes";
-    /// The least arena `AllocateTensors` accepts, found by the firmware in
-    /// the single frame's boot (a binary search at the arena's alignment).
-    pub const LEAST_ARENA_BYTES: &str = "least_arena_bytes";
-    /// TFLM's `arena_used_bytes()` after `AllocateTensors`.
-    pub const ARENA_USED_BYTES: &str = "arena_used_bytes";
-    /// Planned (non-persistent) part of the arena, as TFLM reports it.
-    pub const ARENA_HEAD_BYTES: &str = "arena_head_bytes";
-    /// Persistent part of the arena, as TFLM reports it.
-    pub const ARENA_TAIL_BYTES: &str = "arena_tail_bytes";
-    /// Bytes of the painted arena that were written, observed.
-    pub const ARENA_TOUCHED_BYTES: &str = "arena_touched_bytes";
-    /// Peak bytes in use in the firmware's pool.
-    pub const HEAP_PEAK_BYTES: &str = "heap_peak_bytes";
-    /// Painted-stack high-water mark.
-    pub const STACK_PEAK_BYTES: &str = "stack_peak_bytes";
-    /// Peak resident set of a host-board process, from the kernel (VmHWM).
-    pub const RSS_PEAK_BYTES: &str = "rss_peak_bytes";
-    /// Frames a streaming scenario ran.
-    pub const FRAMES: &str = "frames";
-    /// Growth of the pool (outside OTA staging) after warm-up: a leak.
-    pub const HEAP_GROWTH_BYTES: &str = "heap_growth_bytes";
-    /// 1 when the gate accepted the update, 0 when it refused it.
-    pub const OTA_ACCEPTED: &str = "ota_accepted";
-    /// Peak of the buffer that receives the update.
-    pub const OTA_STAGING_PEAK_BYTES: &str = "ota_staging_peak_bytes";
-    /// Peaks of the pool's other categories.
-    pub const POOL_INPUT_FRAME_PEAK_BYTES: &str = "pool_input_frame_peak_bytes";
-    pub const POOL_PREPROCESS_PEAK_BYTES: &str = "pool_preprocess_peak_bytes";
-    pub const POOL_POSTPROCESS_PEAK_BYTES: &str = "pool_postprocess_peak_bytes";
-    pub const POOL_LOG_PEAK_BYTES: &str = "pool_log_peak_bytes";
-    /// State changes of the managed buffers in a streaming scenario.
-    pub const LIFECYCLE_TRANSITIONS: &str = "lifecycle_transitions";
-    /// The log ring's peak, and what it dropped when full.
-    pub const LOG_RING_PEAK_BYTES: &str = "log_ring_peak_bytes";
-    pub const LOG_DROPPED_BYTES: &str = "log_dropped_bytes";
-    /// The capture scenario's frames: those the camera wrote into a buffer,
-    /// those that found none, and those inferred.
-    pub const FRAMES_CAPTURED: &str = "frames_captured";
-    pub const FRAMES_DROPPED: &str = "frames_dropped";
-    pub const FRAMES_INFERRED: &str = "frames_inferred";
-    /// Its capture buffers, and the most of them in use at once.
-    pub const CAPTURE_BUFFERS: &str = "capture_buffers";
-    pub const CAPTURE_BUFFERS_PEAK: &str = "capture_buffers_peak";
-    /// The deepest the interrupt handlers nested.
-    pub const INTERRUPT_NESTING_PEAK: &str = "interrupt_nesting_peak";
-    /// On a Cortex-M board: the handlers' stack (the main stack, with the
-    /// frames nested exceptions stacked), and what the stack must hold: the
-    /// thread's peak, one exception frame landing at it (with the FP
-    /// context) and the handlers' peak.
-    pub const INTERRUPT_STACK_PEAK_BYTES: &str = "interrupt_stack_peak_bytes";
-    pub const STACK_BOUND_BYTES: &str = "stack_bound_bytes";
-    /// In a set whose model infers from an interrupt: its inferences, and
-    /// those that began while another model's ran.
-    pub const INTERRUPT_INFERENCES: &str = "interrupt_inferences";
-    pub const PREEMPTIONS: &str = "preemptions";
-
-    /// The figures the host reads from the model file and the ELF: a
-    /// firmware that reports one is refused, so the linker's facts never
-    /// depend on the firmware telling the truth about itself.
-    pub const FROM_IMAGE: [&str; 5] =
-        [MODEL_BYTES, FLASH_BYTES, STATIC_RAM_BYTES, ARENA_CAPACITY_BYTES, POOL_CAPACITY_BYTES];
-
-    /// Every figure a firmware may report; any other name is refused.
-    pub const REPORTABLE: [&str; 27] = [
-        ARENA_USED_BYTES,
-        ARENA_TOUCHED_BYTES,
-        HEAP_PEAK_BYTES,
-        STACK_PEAK_BYTES,
-        RSS_PEAK_BYTES,
-        FRAMES,
-        HEAP_GROWTH_BYTES,
-        OTA_ACCEPTED,
-        OTA_STAGING_PEAK_BYTES,
-        POOL_INPUT_FRAME_PEAK_BYTES,
-        POOL_PREPROCESS_PEAK_BYTES,
-        POOL_POSTPROCESS_PEAK_BYTES,
-        POOL_LOG_PEAK_BYTES,
-        LIFECYCLE_TRANSITIONS,
-        LOG_RING_PEAK_BYTES,
-        LOG_DROPPED_BYTES,
-        FRAMES_CAPTURED,
-        FRAMES_DROPPED,
-        FRAMES_INFERRED,
-        CAPTURE_BUFFERS,
-        CAPTURE_BUFFERS_PEAK,
-        INTERRUPT_NESTING_PEAK,
-        INTERRUPT_STACK_PEAK_BYTES,
-        STACK_BOUND_BYTES,
-        INTERRUPT_INFERENCES,
-        PREEMPTIONS,
-        LEAST_ARENA_BYTES,
-    ];
-
-    /// The figures every run on a Cortex-M board must report besides
-    /// [`FROM_FIRMWARE`].
-    pub const FROM_CORTEX_M: [&str; 2] = [INTERRUPT_STACK_PEAK_BYTES, STACK_BOUND_BYTES];
-
-    /// The figures every firmware run must report.
-    pub const FROM_FIRMWARE: [&str; 9] = [
-        ARENA_USED_BYTES,
-        ARENA_TOUCHED_BYTES,
-        HEAP_PEAK_BYTES,
-        STACK_PEAK_BYTES,
-        POOL_INPUT_FRAME_PEAK_BYTES,
-        POOL_PREPROCESS_PEAK_BYTES,
-        POOL_POSTPROCESS_PEAK_BYTES,
-        POOL_LOG_PEAK_BYTES,
-        OTA_STAGING_PEAK_BYTES,
-    ];
-
-    /// The figures a scenario must report besides [`FROM_FIRMWARE`] (and,
-    /// in the multi-model scenario, [`of_resident`] `ARENA_USED_BYTES` for each
-    /// model).
-    pub fn required_by(scenario: &str) -> &'static [&'static str] {
-        match scenario {
-            super::STREAM | super::LOG_HEAVY => &[FRAMES, HEAP_GROWTH_BYTES],
-            super::CONCURRENT_OTA => &[FRAMES, OTA_ACCEPTED, OTA_STAGING_PEAK_BYTES],
-            super::MULTI_MODEL => &[FRAMES],
-            super::DMA_STREAM | super::DMA_STREAM_SLOW => &[
-                FRAMES,
-                FRAMES_CAPTURED,
-                FRAMES_DROPPED,
-                FRAMES_INFERRED,
-                CAPTURE_BUFFERS,
-                CAPTURE_BUFFERS_PEAK,
-                INTERRUPT_NESTING_PEAK,
-                LOG_RING_PEAK_BYTES,
-                LOG_DROPPED_BYTES,
-            ],
-            _ => &[],
-        }
-    }
-
-    /// In the multi-model scenario, a figure of one model of the set:
-    /// [`ARENA_USED_BYTES`], what it added to the set's arena when it was
-    /// loaded (the record's own is the set's), and in separate arenas
-    /// [`ARENA_HEAD_BYTES`] and [`ARENA_TAIL_BYTES`], TFLM's split of it.
-    pub fn of_resident(model: &str, figure: &str) -> String {
-        format!("{model}_{figure}")
-    }
+/// [`metric::write_of_resident`] as a `String`.
+pub fn of_resident(model: &str, figure: &str) -> String {
+    let mut name = String::new();
+    let _ = metric::write_of_resident(&mut name, model, figure);
+    name
 }
 
 /// The record of the image itself, which needs no running target: its
 /// figures from the model file and the ELF, the analyzer's, its footprint
 /// and its fit. Every run makes it; `hil --build-only` makes only it.
 pub const BUILD: &str = "build";
-/// One inference per configured input.
-pub const SINGLE_FRAME: &str = "single-frame";
-/// Many frames through the managed double-buffered pipeline.
-pub const STREAM: &str = "stream";
-/// The stream with heavy formatted logging into a ring buffer.
-pub const LOG_HEAVY: &str = "log-heavy";
-/// The stream while a model update arrives, is checked and maybe activated.
-pub const CONCURRENT_OTA: &str = "concurrent-ota";
-/// A set's models resident at once, run in turn frame by frame.
-pub const MULTI_MODEL: &str = "multi-model";
-/// Frames written by a camera's DMA from interrupts while the model infers,
-/// at the board's clock.
-pub const DMA_STREAM: &str = "dma-stream";
-/// The same at a clock [`SLOW_CLOCK`] times slower (low voltage, high
-/// temperature): the camera's frame rate stays, so more frames arrive during
-/// one inference.
-pub const DMA_STREAM_SLOW: &str = "dma-stream-slow";
-/// Every scenario, in the order they run.
-pub const SCENARIOS: [&str; 7] =
-    [SINGLE_FRAME, STREAM, LOG_HEAVY, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, MULTI_MODEL];
-
 /// The capture scenario's clock on a QEMU board whose profile sets no
 /// `icount_shift`: `-icount shift=1`, an instruction every 2 ns of the
 /// board's time (500 million a second).
@@ -232,7 +62,7 @@ pub fn clock_note(board: &Board, scenario: &str) -> String {
 /// camera (a QEMU machine, or the host's threads), and its slow clock a
 /// QEMU board, whose clock can be scaled.
 pub fn runs_for(model: &ModelSpec, scenario: &str, board: &Board) -> bool {
-    let capture = matches!(scenario, DMA_STREAM | "selftest-capture-filling" | "selftest-zero-copy");
+    let capture = matches!(scenario, DMA_STREAM | CAPTURE_FILLING | ZERO_COPY);
     if (capture && !board.is_emulated()) || (scenario == DMA_STREAM_SLOW && !board.is_qemu()) {
         false
     } else if scenario == SHARED_PREEMPTION {
@@ -244,25 +74,6 @@ pub fn runs_for(model: &ModelSpec, scenario: &str, board: &Board) -> bool {
     }
 }
 
-/// The firmware's self-tests: each ends the run the way a broken firmware
-/// or link would (a panic, a HardFault, a hang, garbage on the wire, a
-/// figure only the linker knows, an allocation from a heap), so none may
-/// become a measurement. `hil --scenario` runs them to see that a board's
-/// runner and transport report each one.
-pub const SELF_TESTS: [&str; 9] = [
-    "selftest-panic",
-    "selftest-hardfault",
-    "selftest-hang",
-    "selftest-garbage",
-    "selftest-linker-figure",
-    "selftest-operator-new",
-    "selftest-capture-filling",
-    "selftest-zero-copy",
-    SHARED_PREEMPTION,
-];
-/// The self-test of a set in a shared arena: its last model infers from an
-/// interrupt over the others, which the arena's owner check must refuse.
-pub const SHARED_PREEMPTION: &str = "selftest-shared-preemption";
 /// Frames of the streaming scenarios unless told otherwise: enough to see the
 /// watermarks settle after the firmware's four warm-up frames.
 pub const DEFAULT_FRAMES: u32 = 16;
@@ -473,6 +284,8 @@ fn output_check(reported: &str, input: &InputSpec, outputs: &[Output]) -> Option
 
 #[cfg(test)]
 mod tests {
+    use hilmem_protocol::scenario::SINGLE_FRAME;
+
     use super::*;
     use crate::config::models::{InputData, OtaSpec};
 

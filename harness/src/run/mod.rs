@@ -25,13 +25,13 @@ use crate::device::runner::{self, Run, RunOptions};
 use crate::image::elf::{self, ImageSizes};
 use crate::image::firmware::{self, BuildError, Firmware, Variant};
 use crate::model::analysis::Sharing;
-use crate::run::measurement::{
-    metric, runs_for, Measurement, BUILD, DEFAULT_FRAMES, MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME,
-};
+use crate::run::measurement::{runs_for, Measurement, BUILD, DEFAULT_FRAMES};
 use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::tflm::tree::Kernels;
 use crate::{gitrepo, Workspace};
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
 
 /// `--board` value that stands for every board that needs no hardware.
 pub const ALL_EMULATED: &str = "all-emulated";

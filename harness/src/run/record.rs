@@ -17,9 +17,10 @@ use crate::image::footprint::FootprintError;
 use crate::model::analysis::{Analysis, SetAnalysis, Sharing};
 use crate::model::tflite::ReadError;
 use crate::run::measurement::{
-    checks, clock_note, metric, ArenaPrediction, Measurement, Recorded, TflmBreakdown, DMA_STREAM, DMA_STREAM_SLOW,
-    MULTI_MODEL, NOT_REPORTED, RECORDED, SINGLE_FRAME,
+    checks, clock_note, of_resident, ArenaPrediction, Measurement, Recorded, TflmBreakdown, NOT_REPORTED, RECORDED,
 };
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{DMA_STREAM, DMA_STREAM_SLOW, MULTI_MODEL, SINGLE_FRAME};
 
 /// The note a single-frame record on a 32-bit board carries instead of a
 /// prediction: why there is none.
@@ -200,7 +201,7 @@ pub fn record(
     // its own, may report its least arena.
     let of_residents = |figure: &str| -> Vec<String> {
         let models = spec.set.iter().flat_map(|set| &set.models);
-        models.map(|m| metric::of_resident(&m.name, figure)).collect()
+        models.map(|m| of_resident(&m.name, figure)).collect()
     };
     let (residents, resident_least) = (of_residents(metric::ARENA_USED_BYTES), of_residents(metric::LEAST_ARENA_BYTES));
     for (name, line) in &session.metric_frames {
@@ -257,7 +258,7 @@ pub fn record(
         .and_then(|splits| owners(spec, splits))
         .map_err(|what| missing(format!("TFLM did not print {what}")))?;
     for (owner, (head, tail)) in splits {
-        let name = |figure: &str| owner.map_or_else(|| figure.to_owned(), |model| metric::of_resident(model, figure));
+        let name = |figure: &str| owner.map_or_else(|| figure.to_owned(), |model| of_resident(model, figure));
         let (used_name, used) = (name(metric::ARENA_USED_BYTES), metrics[&name(metric::ARENA_USED_BYTES)]);
         if head + tail != used {
             return Err(missing(format!(
@@ -448,9 +449,9 @@ mod tests {
     use super::*;
     use crate::config::models::{self, Model, SetSpec};
     use crate::config::runtime::Runtime;
-    use crate::run::measurement::STREAM;
     use crate::tflm::tree::Generation;
     use crate::Workspace;
+    use hilmem_protocol::scenario::STREAM;
     use hilmem_protocol::Frame;
 
     /// The default board and hello_world, with the image facts a build of

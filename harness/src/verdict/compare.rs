@@ -7,10 +7,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::image::footprint::{moved, Footprint};
-use crate::run::measurement::metric;
 use crate::run::results::Results;
 use crate::strict_toml::{self, TomlError};
 use crate::verdict::baseline::{is_baselined, list, BaselineError, BaselineFile, Source};
+use hilmem_protocol::metric;
 
 /// How much a noisy metric may move either way before it counts: more is a
 /// regression, less an improvement. With both limits, both must hold; with

@@ -11,8 +11,8 @@ use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::current;
 use harness::model::tail::tfmicro2020 as tail;
 use harness::model::tail::Layout;
-use harness::run::measurement::SINGLE_FRAME;
 use harness::tflm::bundled;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 use harness::tflm::tree::{bundled_tree, Generation};
 

@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 use harness::config::board::{self, Layout};
 use harness::image::footprint::{MERGED, MODEL, OTHER};
 use harness::model::tflite::{self, Model, Operator, OperatorCode, Subgraph, Tensor};
-use harness::run::measurement::{Measurement, BUILD, SINGLE_FRAME};
+use harness::run::measurement::{Measurement, BUILD};
 use harness::run::results::Results;
 use harness::run::{self, Options};
 use harness::verdict::approval::{self, Filter};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, Verdict};
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 use crate::support::*;
 

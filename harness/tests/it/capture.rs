@@ -7,9 +7,11 @@
 
 use harness::config::board::DEFAULT_BOARD;
 use harness::image::firmware::Variant;
-use harness::run::measurement::{metric, Measurement, DMA_STREAM, DMA_STREAM_SLOW, SINGLE_FRAME};
+use harness::run::measurement::Measurement;
 use harness::run::record::CLOCK;
 use harness::run::{self, Options};
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{DMA_STREAM, DMA_STREAM_SLOW, SINGLE_FRAME};
 
 use crate::support::*;
 

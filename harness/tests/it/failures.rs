@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use harness::device::runner::{self, Ending, RunOptions};
 use harness::run;
-use harness::run::measurement::SINGLE_FRAME;
 use harness::run::record::RunError;
 use harness::run::results::Results;
 use hilmem_protocol::exit;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 use crate::support::*;
 

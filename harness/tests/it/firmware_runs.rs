@@ -7,8 +7,10 @@ use harness::config::board::DEFAULT_BOARD;
 use harness::device::runner::{self, Ending, Next, Run, RunOptions};
 use harness::device::session::Session;
 use harness::run;
-use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
+use harness::run::measurement::Measurement;
 use harness::tflm::tree::Generation;
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 use hilmem_protocol::Frame;
 use object::{Object, ObjectSection, ObjectSymbol};
 

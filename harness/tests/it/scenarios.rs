@@ -1,13 +1,14 @@
 //! The scenarios on the default board: what each must show.
 
 use harness::image::firmware::Variant;
-use harness::run::measurement::{
-    metric, Measurement, CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, LOG_HEAVY, MULTI_MODEL, SCENARIOS, SINGLE_FRAME,
-    STREAM,
-};
+use harness::run::measurement::Measurement;
 use harness::run::{self, Options};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, Verdict};
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{
+    CONCURRENT_OTA, DMA_STREAM, DMA_STREAM_SLOW, LOG_HEAVY, MULTI_MODEL, SCENARIOS, SINGLE_FRAME, STREAM,
+};
 
 use crate::support::*;
 
@@ -164,7 +165,11 @@ fn a_set_in_separate_arenas_splits_each_models_arena_as_alone() {
     for name in ["micro_speech", "hello_world"] {
         let (alone, _) = measure(&default_board(), name, SINGLE_FRAME);
         for figure in [metric::ARENA_USED_BYTES, metric::ARENA_HEAD_BYTES, metric::ARENA_TAIL_BYTES] {
-            assert_eq!(set.metrics[&metric::of_resident(name, figure)], alone.metrics[figure], "{name}: {figure}");
+            assert_eq!(
+                set.metrics[&harness::run::measurement::of_resident(name, figure)],
+                alone.metrics[figure],
+                "{name}: {figure}"
+            );
         }
         sum += alone.metrics[metric::ARENA_USED_BYTES];
     }

@@ -15,11 +15,12 @@ use harness::device::runner::{Run, RunOptions};
 use harness::image::elf::{self, ImageSizes};
 use harness::image::firmware::{self, Firmware, Variant};
 use harness::model::tail::Layout;
-use harness::run::measurement::{Measurement, BUILD, DEFAULT_FRAMES, SINGLE_FRAME};
+use harness::run::measurement::{Measurement, BUILD, DEFAULT_FRAMES};
 use harness::run::results::Results;
 use harness::run::{self, Event, Options};
 use harness::tflm::tree::Tree;
 use harness::Workspace;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 

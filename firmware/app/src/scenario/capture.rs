@@ -21,7 +21,7 @@ use core::fmt::Write;
 use arena::lifecycle::{Buffers, LifecycleError, State};
 use arena::{Category, LogRing};
 use critical_section::Mutex;
-use hilmem_protocol::{exit, Frame};
+use hilmem_protocol::{exit, metric, Frame};
 
 use super::{fail, fail_with_tflm_messages, pool_failure, report, report_figures, send, Rig, Text, LOG_RING_BYTES};
 use crate::platform::clock;
@@ -300,15 +300,15 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
     });
     report_figures(&figures);
     report(&[
-        ("log_ring_peak_bytes", log_peak as i64),
-        ("log_dropped_bytes", log_dropped as i64),
-        ("frames", i64::from(frames)),
-        ("frames_captured", i64::from(captured)),
-        ("frames_dropped", i64::from(dropped)),
-        ("frames_inferred", i64::from(inferred)),
-        ("capture_buffers", BUFFERS as i64),
-        ("capture_buffers_peak", in_flight as i64),
-        ("interrupt_nesting_peak", i64::from(clock::nesting_peak())),
+        (metric::LOG_RING_PEAK_BYTES, log_peak as i64),
+        (metric::LOG_DROPPED_BYTES, log_dropped as i64),
+        (metric::FRAMES, i64::from(frames)),
+        (metric::FRAMES_CAPTURED, i64::from(captured)),
+        (metric::FRAMES_DROPPED, i64::from(dropped)),
+        (metric::FRAMES_INFERRED, i64::from(inferred)),
+        (metric::CAPTURE_BUFFERS, BUFFERS as i64),
+        (metric::CAPTURE_BUFFERS_PEAK, in_flight as i64),
+        (metric::INTERRUPT_NESTING_PEAK, i64::from(clock::nesting_peak())),
     ]);
     for ((name, _), (class, value)) in config::INPUTS.iter().zip(answers) {
         send(Frame::Output { input: name, class, value });

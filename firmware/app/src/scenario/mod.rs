@@ -12,7 +12,7 @@ use core::fmt::Write;
 use core::mem::MaybeUninit;
 
 use arena::{ArenaBuffer, Category, Pool, CACHE_LINE};
-use hilmem_protocol::{exit, parse_line, Frame, Line, Numbered, MAX_LINE, MAX_PAYLOAD};
+use hilmem_protocol::{exit, metric, parse_line, scenario, Frame, Line, Numbered, MAX_LINE, MAX_PAYLOAD};
 
 use crate::platform::{self, Stack};
 use crate::{config, tflm};
@@ -146,22 +146,22 @@ impl<'s> Rig<'s> {
         let touched = arena::touched_bytes(self.arena) as i64;
         let c = |category| self.pool.category(category).peak as i64;
         let common = [
-            ("stack_peak_bytes", self.stack.peak() as i64),
-            ("arena_used_bytes", i64::from(tflm::arena_used_bytes())),
-            ("arena_touched_bytes", touched),
-            ("heap_peak_bytes", self.pool.usage().peak as i64),
-            ("pool_input_frame_peak_bytes", c(Category::InputFrame)),
-            ("pool_preprocess_peak_bytes", c(Category::Preprocess)),
-            ("pool_postprocess_peak_bytes", c(Category::Postprocess)),
-            ("pool_log_peak_bytes", c(Category::Log)),
-            ("ota_staging_peak_bytes", c(Category::OtaStaging)),
+            (metric::STACK_PEAK_BYTES, self.stack.peak() as i64),
+            (metric::ARENA_USED_BYTES, i64::from(tflm::arena_used_bytes())),
+            (metric::ARENA_TOUCHED_BYTES, touched),
+            (metric::HEAP_PEAK_BYTES, self.pool.usage().peak as i64),
+            (metric::POOL_INPUT_FRAME_PEAK_BYTES, c(Category::InputFrame)),
+            (metric::POOL_PREPROCESS_PEAK_BYTES, c(Category::Preprocess)),
+            (metric::POOL_POSTPROCESS_PEAK_BYTES, c(Category::Postprocess)),
+            (metric::POOL_LOG_PEAK_BYTES, c(Category::Log)),
+            (metric::OTA_STAGING_PEAK_BYTES, c(Category::OtaStaging)),
         ];
         let mut figures = [("", 0); FIGURES];
         figures[..common.len()].copy_from_slice(&common);
         #[cfg(target_os = "none")]
         {
-            figures[common.len()] = ("interrupt_stack_peak_bytes", self.stack.interrupt_peak() as i64);
-            figures[common.len() + 1] = ("stack_bound_bytes", platform::stack_bound(common[0].1 as usize) as i64);
+            figures[common.len()] = (metric::INTERRUPT_STACK_PEAK_BYTES, self.stack.interrupt_peak() as i64);
+            figures[common.len() + 1] = (metric::STACK_BOUND_BYTES, platform::stack_bound(common[0].1 as usize) as i64);
         }
         figures
     }
@@ -202,7 +202,7 @@ fn report(metrics: &[(&str, i64)]) {
 fn report_figures(figures: &[(&str, i64)]) {
     report(figures);
     if let Some(rss) = platform::rss_peak_bytes() {
-        send(Frame::Metric { name: "rss_peak_bytes", value: rss });
+        send(Frame::Metric { name: metric::RSS_PEAK_BYTES, value: rss });
     }
 }
 
@@ -268,17 +268,19 @@ pub fn serve(stack: Stack) -> i32 {
 
 fn run(scenario: &str, frames: u32, stack: &Stack) -> i32 {
     match scenario {
-        "single-frame" => single_frame::run(Rig::take(stack), false),
-        "stream" => stream::run(Rig::take(stack), stream::Mode::Plain, frames),
-        "log-heavy" => stream::run(Rig::take(stack), stream::Mode::LogHeavy, frames),
-        "concurrent-ota" => stream::run(Rig::take(stack), stream::Mode::ConcurrentOta, frames),
-        "multi-model" => multi_model::run(Rig::take(stack), frames, false),
-        "selftest-shared-preemption" => multi_model::run(Rig::take(stack), frames, true),
-        "dma-stream" | "dma-stream-slow" => capture::run(Rig::take(stack), capture::Mode::Capture, frames),
-        "selftest-capture-filling" => capture::run(Rig::take(stack), capture::Mode::InferWhileFilling, frames),
-        "selftest-zero-copy" => capture::run(Rig::take(stack), capture::Mode::ZeroCopy, frames),
-        "selftest-stack-report" => single_frame::run(Rig::take(stack), true),
-        "selftest-ota-corrupt" => stream::run(Rig::take(stack), stream::Mode::CorruptOta, frames),
+        scenario::SINGLE_FRAME => single_frame::run(Rig::take(stack), false),
+        scenario::STREAM => stream::run(Rig::take(stack), stream::Mode::Plain, frames),
+        scenario::LOG_HEAVY => stream::run(Rig::take(stack), stream::Mode::LogHeavy, frames),
+        scenario::CONCURRENT_OTA => stream::run(Rig::take(stack), stream::Mode::ConcurrentOta, frames),
+        scenario::MULTI_MODEL => multi_model::run(Rig::take(stack), frames, false),
+        scenario::SHARED_PREEMPTION => multi_model::run(Rig::take(stack), frames, true),
+        scenario::DMA_STREAM | scenario::DMA_STREAM_SLOW => {
+            capture::run(Rig::take(stack), capture::Mode::Capture, frames)
+        }
+        scenario::CAPTURE_FILLING => capture::run(Rig::take(stack), capture::Mode::InferWhileFilling, frames),
+        scenario::ZERO_COPY => capture::run(Rig::take(stack), capture::Mode::ZeroCopy, frames),
+        scenario::STACK_REPORT => single_frame::run(Rig::take(stack), true),
+        scenario::OTA_CORRUPT => stream::run(Rig::take(stack), stream::Mode::CorruptOta, frames),
         _ => self_test(scenario),
     }
 }
@@ -289,28 +291,28 @@ fn run(scenario: &str, frames: u32, stack: &Stack) -> i32 {
 #[inline(never)]
 fn self_test(scenario: &str) -> i32 {
     match scenario {
-        "selftest-panic" => panic!("self-test panic"),
-        "selftest-hardfault" => platform::fault(),
-        "selftest-garbage" => {
+        scenario::PANIC => panic!("self-test panic"),
+        scenario::HARD_FAULT => platform::fault(),
+        scenario::GARBAGE => {
             platform::write(b"\x00\xff noise \x1b[2J\n");
             platform::write(b"~hm2 00000301 00000000\n");
             exit::OK
         }
         // Claims a figure only the linker knows.
-        "selftest-linker-figure" => {
-            report(&[("flash_bytes", 1)]);
+        scenario::LINKER_FIGURE => {
+            report(&[(metric::FLASH_BYTES, 1)]);
             send(Frame::Done { ok: true });
             exit::OK
         }
         // Allocates from the C++ heap, which the bare-metal firmware does not
         // have: the runtime's `operator new` ends the run. A host process
         // has a heap.
-        "selftest-operator-new" => {
+        scenario::OPERATOR_NEW => {
             #[cfg(target_os = "none")]
             tflm::selftest_operator_new();
             fail("selftest", 0, "operator new returned (a host process has a heap)")
         }
-        "selftest-hang" => loop {
+        scenario::HANG => loop {
             core::hint::spin_loop();
         },
         _ => {

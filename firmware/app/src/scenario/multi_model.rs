@@ -13,7 +13,7 @@ use core::fmt::Write;
 
 use arena::owner::{Overlap, Owner};
 use critical_section::Mutex;
-use hilmem_protocol::{exit, Frame};
+use hilmem_protocol::{exit, metric, Frame};
 
 use super::{fail, fail_with_tflm_messages, least_arena, report, report_figures, send, Rig, Text};
 use crate::platform::clock;
@@ -223,28 +223,30 @@ pub fn run(mut rig: Rig, frames: u32, selftest_shared: bool) -> i32 {
             return fail("interrupt", 0, "the model that infers from an interrupt never ran: give it more frames");
         };
         answers[slot] = answer;
-        interrupt_figures =
-            Some([("interrupt_inferences", i64::from(inferences)), ("preemptions", i64::from(preemptions))]);
+        interrupt_figures = Some([
+            (metric::INTERRUPT_INFERENCES, i64::from(inferences)),
+            (metric::PREEMPTIONS, i64::from(preemptions)),
+        ]);
     }
     // The set's arena: the shared allocator's total, or the sum of the
     // separate ones.
     let figures =
-        rig.figures().map(|(name, value)| (name, if name == "arena_used_bytes" { total.into() } else { value }));
+        rig.figures().map(|(name, value)| (name, if name == metric::ARENA_USED_BYTES { total.into() } else { value }));
     report_figures(&figures);
-    report(&[("frames", i64::from(frames))]);
+    report(&[(metric::FRAMES, i64::from(frames))]);
     if let Some(figures) = interrupt_figures {
         report(&figures);
     }
     // Each model's own figures, named after it.
     let of_resident = |name: &str, figure: &str, value: i64| {
-        let mut metric = Text::<96>::new();
-        let _ = write!(metric, "{name}_{figure}");
-        send(Frame::Metric { name: metric.as_str(), value });
+        let mut named = Text::<96>::new();
+        let _ = metric::write_of_resident(&mut named, name, figure);
+        send(Frame::Metric { name: named.as_str(), value });
     };
     for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {
-        of_resident(name, "arena_used_bytes", used[slot].into());
+        of_resident(name, metric::ARENA_USED_BYTES, used[slot].into());
         if let Some(least) = least[slot] {
-            of_resident(name, "least_arena_bytes", least.into());
+            of_resident(name, metric::LEAST_ARENA_BYTES, least.into());
         }
     }
     for (slot, &(name, _, _, _, _)) in residents.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use core::fmt::Write;
 
-use hilmem_protocol::{exit, Frame};
+use hilmem_protocol::{exit, metric, Frame};
 
 use super::{fail_with_tflm_messages, least_arena, report, report_figures, send, Rig, Text};
 use crate::{config, tflm};
@@ -32,7 +32,7 @@ pub fn run(mut rig: Rig, stack_after_report: bool) -> i32 {
     }
     report_figures(&rig.figures());
     if let Some(least) = least {
-        report(&[("least_arena_bytes", i64::from(least))]);
+        report(&[(metric::LEAST_ARENA_BYTES, i64::from(least))]);
     }
     for (tensor, offset) in tflm::placements(rig.arena) {
         send(Frame::Placement { tensor, offset });

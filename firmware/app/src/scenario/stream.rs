@@ -10,7 +10,7 @@ use arena::lifecycle::{Buffers, State, Timeouts};
 use arena::ota::{self, Metadata};
 use arena::{Category, LogRing};
 use hilmem_protocol::ota::{Header, HEADER_BYTES};
-use hilmem_protocol::{exit, Frame, WARM_UP_FRAMES as WARM_UP};
+use hilmem_protocol::{exit, metric, Frame, WARM_UP_FRAMES as WARM_UP};
 
 use super::{fail, fail_with_tflm_messages, pool_failure, report, report_figures, send, Rig, Text, LOG_RING_BYTES};
 use crate::{config, platform};
@@ -189,15 +189,15 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
     let figures = rig.figures();
     report_figures(&figures);
     report(&[
-        ("frames", i64::from(frames)),
-        ("heap_growth_bytes", heap_now.max(peak_now)),
-        ("lifecycle_transitions", i64::from(buffers.transitions())),
+        (metric::FRAMES, i64::from(frames)),
+        (metric::HEAP_GROWTH_BYTES, heap_now.max(peak_now)),
+        (metric::LIFECYCLE_TRANSITIONS, i64::from(buffers.transitions())),
     ]);
     if let Some(log) = &log {
-        report(&[("log_ring_peak_bytes", log.peak() as i64), ("log_dropped_bytes", log.dropped() as i64)]);
+        report(&[(metric::LOG_RING_PEAK_BYTES, log.peak() as i64), (metric::LOG_DROPPED_BYTES, log.dropped() as i64)]);
     }
     if mode.updates() {
-        report(&[("ota_accepted", i64::from(ota_accepted))]);
+        report(&[(metric::OTA_ACCEPTED, i64::from(ota_accepted))]);
         if let Some((class, value)) = ota_answer {
             send(Frame::Output { input: config::OTA_INPUTS[0].0, class, value });
         }

@@ -14,10 +14,12 @@ use harness::config::runtime::{Runtime, BUNDLED};
 
 use harness::config::{fit, models};
 use harness::image::footprint::CMSIS_NN;
-use harness::run::measurement::{metric, Measurement, BUILD, SINGLE_FRAME};
+use harness::run::measurement::{Measurement, BUILD};
 use harness::run::{self, Options};
 use harness::tflm::tree::{cpu_flags, cpu_flags_in_makefile};
 use harness::tflm::tree::{Generation, Kernels};
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 use super::{build_of, current_tflm, with_arenas};
 use crate::support::{board, ran, ws};

@@ -13,7 +13,7 @@ use harness::config::models;
 use harness::config::runtime::Runtime;
 use harness::model::analysis::BETWEEN;
 use harness::model::tail::current;
-use harness::run::measurement::{metric, Measurement, SINGLE_FRAME};
+use harness::run::measurement::Measurement;
 use harness::run::record::NOT_PREDICTED;
 use harness::run::results::Results;
 use harness::run::{self, Options};
@@ -21,6 +21,8 @@ use harness::tflm::tree::Generation;
 use harness::verdict::approval;
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::SINGLE_FRAME;
 
 use crate::support::{ran, ws, EVERY_OPERATOR_2023};
 

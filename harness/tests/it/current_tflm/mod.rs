@@ -16,14 +16,14 @@ use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tail::{current, Layout};
 use harness::model::tflite;
 use harness::run::build::ARENA_SOURCE;
-use harness::run::measurement::{
-    metric, Measurement, Recorded, TflmBreakdown, BUILD, MULTI_MODEL, RECORDED, SINGLE_FRAME,
-};
+use harness::run::measurement::{Measurement, Recorded, TflmBreakdown, BUILD, RECORDED};
 use harness::run::{self, Options};
 use harness::tflm::registry::Operator;
 use harness::tflm::tree::{Generation, Tree};
 use harness::verdict::baseline::Source;
 use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{MULTI_MODEL, SINGLE_FRAME};
 
 use crate::support::{self, board, printed_by_tflm, ran, ws, EVERY_OPERATOR, TIMEOUT};
 
@@ -354,7 +354,7 @@ pub fn operator_models_mispredicted(runtime: &Runtime, set_name: &str) -> Vec<St
     let mut wrong = Vec::new();
     for spec in &set.models {
         let model = spec.parse().unwrap();
-        let figure = |name| record.metrics[&metric::of_resident(&spec.name, name)];
+        let figure = |name| record.metrics[&harness::run::measurement::of_resident(&spec.name, name)];
         let breakdown = &record.resident_breakdowns[&spec.name];
         wrong.extend(mispredicted_split(
             &spec.name,

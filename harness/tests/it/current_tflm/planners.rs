@@ -8,8 +8,9 @@ use harness::model::analysis::Analysis;
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
-use harness::run::measurement::{metric, Measurement};
+use harness::run::measurement::Measurement;
 use harness::tflm::tree::Generation;
+use hilmem_protocol::metric;
 
 use super::current_tflm;
 use crate::support::{hil_with_models, ran, ws};

@@ -9,9 +9,11 @@ use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
 use harness::model::tflite;
-use harness::run::measurement::{metric, Measurement, MULTI_MODEL, SHARED_PREEMPTION, SINGLE_FRAME};
+use harness::run::measurement::Measurement;
 use harness::run::{self, Options};
 use harness::tflm::tree::Generation;
+use hilmem_protocol::metric;
+use hilmem_protocol::scenario::{MULTI_MODEL, SHARED_PREEMPTION, SINGLE_FRAME};
 
 use super::current_tflm;
 use crate::support::{ran, ws};
@@ -71,7 +73,7 @@ fn a_resident_pair_shares_an_arena_for_less_than_two() {
         assert_eq!(record.arena_prediction.map(|p| p.difference()), Some(0), "{set}");
         for (name, part) in ["magic_wand", "hello_world"].iter().zip(parts) {
             assert_eq!(
-                record.metrics[&metric::of_resident(name, metric::ARENA_USED_BYTES)],
+                record.metrics[&harness::run::measurement::of_resident(name, metric::ARENA_USED_BYTES)],
                 *part as i64,
                 "{set}: {name}"
             );
@@ -85,7 +87,11 @@ fn a_resident_pair_shares_an_arena_for_less_than_two() {
     for name in ["magic_wand", "hello_world"] {
         let alone = ran(&results).find(|r| r.model == name && r.scenario == SINGLE_FRAME).unwrap();
         for figure in [metric::ARENA_USED_BYTES, metric::ARENA_HEAD_BYTES, metric::ARENA_TAIL_BYTES] {
-            assert_eq!(separate.metrics[&metric::of_resident(name, figure)], alone.metrics[figure], "{name}: {figure}");
+            assert_eq!(
+                separate.metrics[&harness::run::measurement::of_resident(name, figure)],
+                alone.metrics[figure],
+                "{name}: {figure}"
+            );
         }
         assert_eq!(Some(&separate.resident_breakdowns[name]), alone.tflm_breakdown.as_ref(), "{name}");
     }
