@@ -197,10 +197,10 @@ pub fn icount_cost(
     runs: u32,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(Paired, u8), BenchError> {
-    let (board, image) = default_image(ws, model, Variant::Standard, progress)?;
+    let (board, images) = default_images(ws, model, &[Variant::Standard], progress)?;
     let shift = crate::run::measurement::icount_shift(&board, hilmem_protocol::scenario::DMA_STREAM)
         .expect("a QEMU board has the capture scenario's clock");
-    let paired = alternate(&board, model, STREAM, runs, (&image, None), (&image, Some(shift)), progress)?;
+    let paired = alternate(&board, model, STREAM, runs, (&images[0], None), (&images[0], Some(shift)), progress)?;
     Ok((paired, shift))
 }
 
@@ -212,19 +212,18 @@ pub fn search_cost(
     runs: u32,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Paired, BenchError> {
-    let (board, with) = default_image(ws, model, Variant::Standard, progress)?;
-    let (_, without) = default_image(ws, model, Variant::NoLeastArena, progress)?;
-    alternate(&board, model, SINGLE_FRAME, runs, (&without, None), (&with, None), progress)
+    let (board, images) = default_images(ws, model, &[Variant::Standard, Variant::NoLeastArena], progress)?;
+    alternate(&board, model, SINGLE_FRAME, runs, (&images[1], None), (&images[0], None), progress)
 }
 
-/// The bundled TFLM's image of `model` for the default board, built here if
-/// needed.
-fn default_image(
+/// The bundled TFLM's images of `model` for the default board, one per
+/// variant, built here if needed: the board, model and selection read once.
+fn default_images(
     ws: &Workspace,
     model: &str,
-    variant: Variant,
+    variants: &[Variant],
     progress: &mut dyn FnMut(&str),
-) -> Result<(Board, std::path::PathBuf), BenchError> {
+) -> Result<(Board, Vec<std::path::PathBuf>), BenchError> {
     let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
     let file = ws.models_file();
     let models = models::select(models::load(&file).map_err(ConfigError::from)?.models, &[model.to_owned()], &file)
@@ -232,9 +231,14 @@ fn default_image(
     let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
     let runtime = Runtime::bundled();
     let model_file = models[0].read(&runtime).map_err(|e| build_err(&e))?;
-    progress(&format!("building {}/{model}{}", board.name, variant.suffix()));
-    let image = firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
-    Ok((board, image.elf))
+    let mut images = Vec::new();
+    for &variant in variants {
+        progress(&format!("building {}/{model}{}", board.name, variant.suffix()));
+        let image =
+            firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
+        images.push(image.elf);
+    }
+    Ok((board, images))
 }
 
 /// `runs` bare runs of `scenario` each way, each an image and its
@@ -288,21 +292,17 @@ impl LayerCost {
 
 /// Builds `model` for the default board both ways and compares the images.
 pub fn layer_cost(ws: &Workspace, model: &str, progress: &mut dyn FnMut(&str)) -> Result<LayerCost, BenchError> {
-    let board = Board::load(ws, board::DEFAULT_BOARD).map_err(ConfigError::from)?;
-    let file = ws.models_file();
-    let models = models::select(models::load(&file).map_err(ConfigError::from)?.models, &[model.to_owned()], &file)
-        .map_err(ConfigError::from)?;
-    let build_err = |e: &dyn std::fmt::Display| BenchError::Hil { phase: "build", error: e.to_string() };
-    let runtime = Runtime::bundled();
-    let model_file = models[0].read(&runtime).map_err(|e| build_err(&e))?;
-    let mut sizes = Vec::new();
-    for variant in [Variant::Standard, Variant::Uninstrumented] {
-        progress(&format!("building {}/{model} ({variant:?})", board.name));
-        let image =
-            firmware::build(ws, &board, &model_file, &runtime, variant, &mut |_| {}).map_err(|e| build_err(&e))?;
-        sizes.push(crate::image::elf::sizes(&image.elf, &board.layout).map_err(|e| build_err(&e))?);
-    }
-    Ok(LayerCost { board: board.name, model: model.to_owned(), with: sizes[0], without: sizes[1] })
+    let (board, images) = default_images(ws, model, &[Variant::Standard, Variant::Uninstrumented], progress)?;
+    let sizes = |elf: &Path| {
+        crate::image::elf::sizes(elf, &board.layout)
+            .map_err(|e| BenchError::Hil { phase: "build", error: e.to_string() })
+    };
+    Ok(LayerCost {
+        board: board.name.clone(),
+        model: model.to_owned(),
+        with: sizes(&images[0])?,
+        without: sizes(&images[1])?,
+    })
 }
 
 /// A synthetic model for the analyzer's benchmark: a chain of `tensors`
