@@ -127,7 +127,10 @@ fn output(xtask: &Path, root: &Path, args: &str) -> Result<String> {
 fn regenerate(text: &str, run: &dyn Fn(&str) -> Result<Option<String>>) -> Result<String> {
     let mut out = String::new();
     let mut rest = text;
-    while let Some(at) = rest.find(MARKER) {
+    // A marker opens a line; one quoted in prose (in a code span) is text.
+    let marker_at =
+        |rest: &str| rest.match_indices(MARKER).map(|(at, _)| at).find(|&at| at == 0 || rest[..at].ends_with('\n'));
+    while let Some(at) = marker_at(rest) {
         let (before, from) = rest.split_at(at);
         out.push_str(before);
         let line_end = from.find('\n').map_or(from.len(), |i| i + 1);
@@ -271,6 +274,12 @@ mod tests {
         assert_eq!(regenerate("no marker\n", &|_| bail!("not run")).unwrap(), "no marker\n");
         let unended = "<!-- cargo xtask docs: boards -->\n```text\nold\n```\n";
         assert!(regenerate(unended, &|a| Ok(Some(a.into()))).unwrap_err().to_string().contains("has no"));
+        let quoted = "Each `<!-- cargo xtask docs: ARGS -->` marker, as in\n<!-- cargo xtask docs: boards -->\n```text\nold\n```\n<!-- end of generated -->\n";
+        assert_eq!(
+            regenerate(quoted, &|args| Ok(Some(format!("ran {args}")))).unwrap(),
+            quoted.replace("old", "ran boards"),
+            "a marker quoted in prose is text"
+        );
         let nameless = "<!-- cargo xtask docs boards -->\n<!-- end of generated -->\n";
         assert!(regenerate(nameless, &|a| Ok(Some(a.into()))).unwrap_err().to_string().contains("names no command"));
         let failing = regenerate(text, &|_| bail!("it failed")).unwrap_err();
