@@ -4,7 +4,7 @@
 //! (never built as a crate), or from `HILMEM_TFLM_DIR`: a tflite-micro checkout
 //! with its third-party downloads, a tree made by TFLM's `create_tflm_tree.py`,
 //! or a directory laid out like that archive's `submodules/tensorflow`. What is
-//! compiled and with which flags depends on the tree's generation (`tree.rs`).
+//! compiled and with which flags depends on the tree's generation (the `tflm-tree` crate).
 //!
 //! The harness says which kernels (`HILMEM_TFLM_KERNELS`: `reference` or
 //! `cmsis-nn`) and, on bare metal, for which core (`HILMEM_TFLM_ARCH`,
@@ -37,7 +37,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-include!("tree.rs");
+use tflm_tree::{file_stamp, needed_kernels, tflm_tree, Generation, Kernels, Tree};
 
 /// What went wrong, as the user reads it: the tree, the step and the file.
 type Failure = String;
@@ -64,7 +64,6 @@ fn build() -> Result<(), Failure> {
     println!("cargo:rerun-if-env-changed=HILMEM_TFLM_ARCH");
     println!("cargo:rerun-if-changed=shim/shim.cc");
     println!("cargo:rerun-if-changed={SHIM_HEADER}");
-    println!("cargo:rerun-if-changed=tree.rs");
 
     let bare_metal = var("CARGO_CFG_TARGET_OS", "cargo sets it")? == "none";
     let kernels = match env::var("HILMEM_TFLM_KERNELS") {
@@ -205,7 +204,7 @@ fn compile_shim(
             shim.define("HILMEM_TFLM_RECORDING", None);
         }
         let header = precompiled_header(tree, &mut shim, objects_dir)?;
-        shim.flag("-include").flag(header.display().to_string()).include(&config_dir(ops));
+        shim.flag("-include").flag(header.display().to_string()).include(config_dir(ops));
         let scratch = objects_dir.join(format!("partial-shim-{}", std::process::id()));
         compile_to(tree, "the shim over its API", shim, &[(source, object.clone())], &scratch)?;
     }

@@ -98,7 +98,18 @@ pub fn run(args: Args) -> Result<i32> {
                 &[
                     &["clippy"][..],
                     &firmware,
-                    &["--package", "arena", "--package", "hilmem-protocol", "--all-targets", "--", "-D", "warnings"],
+                    &[
+                        "--package",
+                        "tflm-tree",
+                        "--package",
+                        "arena",
+                        "--package",
+                        "hilmem-protocol",
+                        "--all-targets",
+                        "--",
+                        "-D",
+                        "warnings",
+                    ],
                 ]
                 .concat(),
             ),

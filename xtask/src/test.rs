@@ -104,7 +104,16 @@ pub fn run(args: Args) -> Result<i32> {
         ("host workspace", vec!["--workspace"]),
         (
             "firmware crates on the host",
-            vec!["--manifest-path", "firmware/Cargo.toml", "--package", "arena", "--package", "hilmem-protocol"],
+            vec![
+                "--manifest-path",
+                "firmware/Cargo.toml",
+                "--package",
+                "tflm-tree",
+                "--package",
+                "arena",
+                "--package",
+                "hilmem-protocol",
+            ],
         ),
     ];
     let mut code = exit::OK;

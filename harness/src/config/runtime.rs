@@ -244,7 +244,7 @@ fn content_hash(tree: &Tree) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tflm::tree::write_todays_api;
+    use crate::tflm::tree::fixtures::write_todays_api;
 
     fn touch(root: &Path, path: &str) {
         let file = root.join(path);

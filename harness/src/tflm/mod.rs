@@ -6,4 +6,7 @@
 
 pub mod bundled;
 pub mod registry;
-pub mod tree;
+
+/// The tree itself: the `tflm-tree` crate, which the firmware's build script
+/// compiles TFLM with.
+pub use tflm_tree as tree;
