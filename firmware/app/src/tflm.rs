@@ -147,7 +147,8 @@ pub fn selected() -> u32 {
 /// # Safety
 /// As [`load`], for slot 0's arena.
 pub unsafe fn load_shared(model: &[u8]) -> Result<(), Error> {
-    check(tflm_sys::hm_tflm_load_shared(model.as_ptr(), model.len() as u32))
+    // SAFETY: as the caller says; the shim reads `model.len()` bytes.
+    check(unsafe { tflm_sys::hm_tflm_load_shared(model.as_ptr(), model.len() as u32) })
 }
 
 /// Verifies the model, builds the chosen slot's interpreter over `arena`
@@ -157,7 +158,9 @@ pub unsafe fn load_shared(model: &[u8]) -> Result<(), Error> {
 /// `model` and `arena` must stay valid, and the arena untouched by anyone
 /// else, until the next `load` (the interpreter keeps pointers to both).
 pub unsafe fn load(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
-    check(tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
+    // SAFETY: as the caller says; the shim reads `model.len()` bytes and
+    // uses the arena's `arena.len()`.
+    check(unsafe { tflm_sys::hm_tflm_load(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32) })
 }
 
 /// Destroys the chosen slot's interpreter: from here TFLM no longer reads
@@ -175,7 +178,11 @@ pub fn unload() {
 /// # Safety
 /// As [`load`].
 pub unsafe fn probe(model: &[u8], arena: &mut [u8]) -> Result<(), Error> {
-    check(tflm_sys::hm_tflm_probe(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32))
+    // SAFETY: as the caller says; the shim reads `model.len()` bytes and
+    // uses the arena's `arena.len()`.
+    check(unsafe {
+        tflm_sys::hm_tflm_probe(model.as_ptr(), model.len() as u32, arena.as_mut_ptr(), arena.len() as u32)
+    })
 }
 
 pub fn invoke() -> Result<(), Error> {
@@ -233,26 +240,30 @@ pub fn answer_for(data: &[u8]) -> Result<(u32, f32), Error> {
     set_input(0, data).map_err(|_| Error { code: status::NO_TENSOR })?;
     invoke()?;
     let output = output()?;
-    Ok(output.answer(output.bytes))
+    // SAFETY: as in `Output::copy_to`, for the time the answer is read.
+    let bytes = unsafe { core::slice::from_raw_parts(output.data, output.len) };
+    Ok(output.answer(bytes))
 }
 
-/// Input tensor 0's bytes in the arena: where a zero-copy capture would
-/// write (empty when there is no input tensor).
-pub fn input_bytes() -> &'static mut [u8] {
+/// Input tensor 0's memory in the arena, where a zero-copy capture would
+/// write: its address and length (empty when there is no input tensor).
+/// Only an address: TFLM reads and writes that memory in [`invoke`], and it
+/// is TFLM's again after the next load.
+pub fn input_region() -> (*mut u8, usize) {
     match describe(tflm_sys::hm_tflm_input, 0) {
-        // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena,
-        // valid until the next load.
-        Ok(t) => unsafe { core::slice::from_raw_parts_mut(t.data as *mut u8, t.bytes as usize) },
-        Err(_) => &mut [],
+        Ok(t) => (t.data as *mut u8, t.bytes as usize),
+        Err(_) => (core::ptr::null_mut(), 0),
     }
 }
 
-/// Output tensor 0: how to read it, and its bytes in the arena.
+/// Output tensor 0: how to read it, and where its bytes are in the arena
+/// (an address: the next [`invoke`] writes them).
 pub struct Output {
     kind: i32,
     scale: f32,
     zero_point: i32,
-    pub bytes: &'static [u8],
+    data: *const u8,
+    len: usize,
 }
 
 pub fn output() -> Result<Output, Error> {
@@ -268,13 +279,33 @@ pub fn output() -> Result<Output, Error> {
     if !readable.contains(&t.kind) {
         return Err(Error { code: status::NO_TENSOR });
     }
-    // SAFETY: the tensor's buffer holds `t.bytes` bytes in the arena, valid
-    // until the next load.
-    let bytes = unsafe { core::slice::from_raw_parts(t.data as *const u8, t.bytes as usize) };
-    Ok(Output { kind: t.kind, scale: t.scale, zero_point: t.zero_point, bytes })
+    Ok(Output {
+        kind: t.kind,
+        scale: t.scale,
+        zero_point: t.zero_point,
+        data: t.data as *const u8,
+        len: t.bytes as usize,
+    })
 }
 
 impl Output {
+    /// The tensor's size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies the tensor's bytes into `to`, which holds exactly as many.
+    pub fn copy_to(&self, to: &mut [u8]) {
+        assert!(to.len() == self.len, "an output copy of another size");
+        // SAFETY: TFLM's output tensor holds `len` bytes in the arena until
+        // the next load, and nothing writes them while they are copied: the
+        // thread reads between its own TFLM calls, and a model inferring
+        // from an interrupt writes its own slot's arena (a shared arena is
+        // held by one model at a time, `arena::owner`); `to` is another
+        // buffer.
+        unsafe { core::ptr::copy_nonoverlapping(self.data, to.as_mut_ptr(), self.len) };
+    }
+
     /// The answer in `data` (the tensor's bytes or a copy of them): the index
     /// of the largest element and the first element, dequantized (a bool as
     /// 0 or 1).

@@ -352,8 +352,13 @@ impl core::error::Error for FrameError {}
 
 /// CRC-32 (IEEE 802.3, as in zlib) of `data`.
 pub fn crc32(data: &[u8]) -> u32 {
+    crc32_of(data.iter().copied())
+}
+
+/// CRC-32 of the bytes `data` yields (memory read a byte at a time).
+pub fn crc32_of(data: impl IntoIterator<Item = u8>) -> u32 {
     let mut crc = !0u32;
-    for &byte in data {
+    for byte in data {
         crc ^= u32::from(byte);
         for _ in 0..8 {
             crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
@@ -745,6 +750,7 @@ mod tests {
     fn crc32_matches_the_standard_check_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32(b""), 0);
+        assert_eq!(crc32_of(b"123456789".iter().copied()), 0xCBF4_3926);
     }
 
     #[test]

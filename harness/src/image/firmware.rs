@@ -213,7 +213,10 @@ fn write_config(dir: &Path, board: &Board, model: &Model, runtime: &Runtime) -> 
     }
     config += &format!(
         "pub const RESIDENT_COUNT: usize = {};\n\
-         pub static RESIDENTS: [(&str, &[u8], &str, &[u8], usize); RESIDENT_COUNT] = [\n{residents}];\n\
+         /// A resident model: its name and bytes, its first input's name and\n\
+         /// bytes, and its own arena's size (0 in a shared arena).\n\
+         pub type Resident = (&'static str, &'static [u8], &'static str, &'static [u8], usize);\n\
+         pub static RESIDENTS: [Resident; RESIDENT_COUNT] = [\n{residents}];\n\
          pub const SHARED_ARENA: bool = {shared};\n\
          pub const INTERRUPT_MODEL: Option<(usize, u32)> = {interrupt:?};\n",
         model.residents.len(),
@@ -393,6 +396,64 @@ pub fn build(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Firmware, BuildError> {
     let name = &model.spec.name;
+    let io = |what: &str| {
+        let what = what.to_owned();
+        let board = board.name.clone();
+        move |source| BuildError::Io { board, what, source }
+    };
+    let (cargo_dir, model_bytes, _lock) = cargo_firmware(ws, board, model, runtime, variant, "build", &[], progress)?;
+
+    let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");
+    let map = cargo_dir.join(LINK_MAP);
+    // The image under its model's name (what `--no-build` and `--dry-run`
+    // take: the last one built), and under its content, which is what this
+    // run deploys and reads: a later build of the same model from another
+    // specification cannot replace it under the run. The map first: an image
+    // is never newer than the map that describes it.
+    let latest = elf_path(ws, board, &model.spec, runtime, variant);
+    let digest = Sha256::digest(fs::read(&linked).map_err(io("cannot read the linked image"))?);
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let elf = latest.with_file_name(format!("{}-{hex}.elf", latest.file_stem().unwrap().to_string_lossy()));
+    for image in [&elf, &latest] {
+        copy_atomic(&map, &map_path(image)).map_err(io("cannot store the linker map"))?;
+        copy_atomic(&linked, image).map_err(io("cannot store the firmware image"))?;
+    }
+    Ok(Firmware {
+        elf,
+        board: board.name.clone(),
+        model: name.clone(),
+        model_bytes,
+        tflm: runtime.generation(),
+        tflm_identity: tflm_identity(runtime, model.spec.kernels),
+        kernels: KernelPath::of(model.spec.kernels, board.tflm_arch.as_deref()),
+    })
+}
+
+/// Lints the firmware as [`build`] compiles it for `board` and `model`:
+/// clippy over every firmware crate, warnings (and the workspace's lints,
+/// an `unsafe` without its SAFETY comment among them) as errors.
+pub fn lint(ws: &Workspace, board: &Board, model: &Model, runtime: &Runtime) -> Result<(), BuildError> {
+    let args = ["--package", "tflm-sys", "--package", "arena", "--package", "hilmem-protocol", "--", "-D", "warnings"];
+    cargo_firmware(ws, board, model, runtime, Variant::Standard, "clippy", &args, &mut |_| {}).map(|_| ())
+}
+
+/// Runs cargo's `subcommand` (with `args` after the firmware's own) on the
+/// firmware for `board` and `model`, in the board's target directory for
+/// the runtime and variant, with the model's configuration written; returns
+/// that directory, the model's size and the directory's lock, held until
+/// the caller has taken what the command left there.
+#[allow(clippy::too_many_arguments)]
+fn cargo_firmware(
+    ws: &Workspace,
+    board: &Board,
+    model: &Model,
+    runtime: &Runtime,
+    variant: Variant,
+    subcommand: &str,
+    args: &[&str],
+    progress: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, u64, File), BuildError> {
+    let name = &model.spec.name;
     let board_dir = ws.firmware_dir(&board.name);
     let io = |what: &str| {
         let what = what.to_owned();
@@ -440,7 +501,7 @@ pub fn build(
 
     let mut command = cargo();
     command
-        .args(["build", "--release", "--package", "hilmem-firmware", "--target", &board.target])
+        .args([subcommand, "--release", "--package", "hilmem-firmware", "--target", &board.target])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -459,32 +520,9 @@ pub fn build(
     if let Some(arch) = &board.tflm_arch {
         command.env("HILMEM_TFLM_ARCH", arch);
     }
+    command.args(args);
     run_cargo(command, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
-
-    let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");
-    let map = cargo_dir.join(LINK_MAP);
-    // The image under its model's name (what `--no-build` and `--dry-run`
-    // take: the last one built), and under its content, which is what this
-    // run deploys and reads: a later build of the same model from another
-    // specification cannot replace it under the run. The map first: an image
-    // is never newer than the map that describes it.
-    let latest = elf_path(ws, board, &model.spec, runtime, variant);
-    let digest = Sha256::digest(fs::read(&linked).map_err(io("cannot read the linked image"))?);
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    let elf = latest.with_file_name(format!("{}-{hex}.elf", latest.file_stem().unwrap().to_string_lossy()));
-    for image in [&elf, &latest] {
-        copy_atomic(&map, &map_path(image)).map_err(io("cannot store the linker map"))?;
-        copy_atomic(&linked, image).map_err(io("cannot store the firmware image"))?;
-    }
-    Ok(Firmware {
-        elf,
-        board: board.name.clone(),
-        model: name.clone(),
-        model_bytes,
-        tflm: runtime.generation(),
-        tflm_identity: tflm_identity(runtime, kernels),
-        kernels: KernelPath::of(kernels, board.tflm_arch.as_deref()),
-    })
+    Ok((cargo_dir, model_bytes, lock))
 }
 
 /// The linker's map of the image a target directory last linked.

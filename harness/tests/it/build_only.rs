@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use harness::config::board::{self, Layout};
+use harness::config::board::{self, Layout, DEFAULT_BOARD};
+use harness::config::runtime::Runtime;
 use harness::image::footprint::{MERGED, MODEL, OTHER};
 use harness::model::tflite::{self, Model, Operator, OperatorCode, Subgraph, Tensor};
 use harness::run::measurement::{Measurement, BUILD};
@@ -152,4 +153,19 @@ fn a_model_with_one_more_operator_shows_its_kernel_as_what_grew() {
     assert_eq!(total, grown.delta().unwrap(), "the moved components account for the whole change");
     let text = harness::report::comparison_table(&comparison);
     assert!(text.contains(&format!("REGRESSED: +{bytes} RELU kernel")), "{text}");
+}
+
+/// The firmware's crates pass clippy as each platform compiles them (the
+/// emulated board's UART, a real board's RTT, the host), with the
+/// firmware's lints: every `unsafe` block, and every unsafe operation in an
+/// `unsafe fn`, says why it is sound.
+#[test]
+fn the_firmware_passes_clippy_with_every_unsafe_explained_on_each_platform() {
+    for name in [DEFAULT_BOARD, "nucleo-h743", "host"] {
+        let board = board(name);
+        let lint = harness::image::firmware::lint(&ws(), &board, &model("hello_world"), &Runtime::bundled());
+        if let Err(e) = lint {
+            panic!("{name}: {e}");
+        }
+    }
 }

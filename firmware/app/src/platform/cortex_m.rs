@@ -48,11 +48,25 @@ pub struct Stack {
     top: usize,
 }
 
-/// The stack budget's bounds.
-fn budget() -> (usize, usize) {
+/// The stack budget's bounds, and where it splits: the handlers get the top
+/// [`HANDLER_STACK_BYTES`] (a quarter of a smaller budget), the process
+/// stack the rest, its top rounded down to 8 bytes as the AAPCS wants a
+/// stack pointer.
+fn budget() -> (usize, usize, usize) {
     // Linker symbols: only their addresses are taken.
-    (core::ptr::addr_of!(_stack_end) as usize, core::ptr::addr_of!(_stack_start) as usize)
+    let (bottom, top) = (core::ptr::addr_of!(_stack_end) as usize, core::ptr::addr_of!(_stack_start) as usize);
+    (bottom, split(bottom, top), top)
 }
+
+/// Where the budget `[bottom, top)` splits: see [`budget`].
+const fn split(bottom: usize, top: usize) -> usize {
+    let handlers = if HANDLER_STACK_BYTES < (top - bottom) / 4 { HANDLER_STACK_BYTES } else { (top - bottom) / 4 };
+    (top - handlers) & !7
+}
+
+// The split leaves the process stack 8-byte aligned whatever the budget.
+const _: () = assert!(split(0x2000_0000, 0x2000_0000 + 8 * 1025).is_multiple_of(8));
+const _: () = assert!(split(0x2000_0000, 0x2000_0000 + 40_000) == 0x2000_0000 + 40_000 - 8192);
 
 /// Paints `[from, to)`.
 ///
@@ -61,8 +75,10 @@ fn budget() -> (usize, usize) {
 unsafe fn paint_range(from: usize, to: usize) {
     let mut p = from as *mut u8;
     while cfg!(feature = "instrument") && (p as usize) < to {
-        write_volatile(p, arena::PAINT);
-        p = p.add(1);
+        // SAFETY: `p` is in `[from, to)`, which the caller says nothing
+        // uses.
+        unsafe { write_volatile(p, arena::PAINT) };
+        p = p.wrapping_add(1);
     }
 }
 
@@ -87,8 +103,7 @@ fn reached(from: usize, to: usize, sp: usize) -> usize {
 /// its base.
 #[inline(always)]
 fn handlers_reached() -> usize {
-    let (bottom, top) = budget();
-    let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
+    let (_, split, _) = budget();
     let base = HANDLER_BASE.load(core::sync::atomic::Ordering::SeqCst);
     reached(split, base, cortex_m::register::msp::read() as usize)
 }
@@ -101,8 +116,7 @@ const REPAINT_GUARD: usize = 64;
 /// handler's own frames above it stay).
 #[inline(never)]
 fn repaint_handlers() {
-    let (bottom, top) = budget();
-    let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
+    let (_, split, _) = budget();
     // SAFETY: nothing lives below the stack pointer, less the guard.
     unsafe { paint_range(split, cortex_m::register::msp::read() as usize - REPAINT_GUARD) }
 }
@@ -115,11 +129,16 @@ impl Stack {
     /// Call once, first thing after reset, with interrupts off: everything
     /// below the handlers' part of the budget is overwritten.
     pub unsafe fn run_on_process_stack(body: extern "C" fn() -> !) -> ! {
-        let (bottom, top) = budget();
-        let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
-        paint_range(bottom, split);
+        let (bottom, split, _) = budget();
+        // SAFETY: the process stack's part of the budget: nothing runs on it
+        // yet (the reset handler runs on the main stack, above the split).
+        unsafe { paint_range(bottom, split) };
         HANDLER_BASE.store(cortex_m::register::msp::read() as usize, core::sync::atomic::Ordering::SeqCst);
-        core::arch::asm!(
+        // SAFETY: `split` is the top of the painted process stack, 8-byte
+        // aligned; thread mode moves to it and never returns here (`body`
+        // diverges), with interrupts off as the caller says.
+        unsafe {
+            core::arch::asm!(
             "msr psp, {top}",
             "msr control, {control}",
             "isb",
@@ -129,7 +148,8 @@ impl Stack {
             control = in(reg) 2u32,
             body = in(reg) body,
             options(noreturn),
-        )
+            )
+        }
     }
 
     /// The stack of the scenario's thread, with the handlers' part below the
@@ -139,9 +159,10 @@ impl Stack {
     /// Call once, from the body [`Stack::run_on_process_stack`] runs, before
     /// any interrupt is enabled.
     pub unsafe fn take() -> Stack {
-        let (bottom, top) = budget();
-        let split = top - HANDLER_STACK_BYTES.min((top - bottom) / 4);
-        paint_range(split, HANDLER_BASE.load(core::sync::atomic::Ordering::SeqCst));
+        let (bottom, split, top) = budget();
+        // SAFETY: the main stack below where the reset handler left it: no
+        // handler has run yet, as the caller says.
+        unsafe { paint_range(split, HANDLER_BASE.load(core::sync::atomic::Ordering::SeqCst)) };
         Stack { bottom, split, top }
     }
 
@@ -422,7 +443,9 @@ pub mod clock {
     #[exception]
     unsafe fn DefaultHandler(irqn: i16) {
         if config::CAPTURE_TIMER.is_some_and(|(_, irq, _)| irqn == irq as i16) {
-            core::ptr::write_volatile(register(INTCLEAR), 1);
+            // SAFETY: the interrupt-clear register of the board's capture
+            // timer, which only this handler writes once the clock runs.
+            unsafe { core::ptr::write_volatile(register(INTCLEAR), 1) };
             handle(CAPTURE_LEVEL, &CAPTURE);
         } else {
             panic!("unexpected exception {irqn}");

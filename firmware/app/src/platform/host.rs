@@ -58,12 +58,18 @@ impl Stack {
     /// Call once, first thing on the thread: the stack below the caller's
     /// frame is overwritten.
     pub unsafe fn paint() -> Stack {
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         let mut addr: *mut libc::c_void = std::ptr::null_mut();
         let mut size: libc::size_t = 0;
-        assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
-        assert_eq!(libc::pthread_attr_getstack(&attr, &mut addr, &mut size), 0);
-        libc::pthread_attr_destroy(&mut attr);
+        // SAFETY: the attributes are a plain C struct that
+        // `pthread_getattr_np` fills for the calling thread (zeroed is a
+        // valid start), read by `pthread_attr_getstack` into two locals, and
+        // destroyed once.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+            assert_eq!(libc::pthread_attr_getstack(&attr, &mut addr, &mut size), 0);
+            libc::pthread_attr_destroy(&mut attr);
+        }
         // The lowest page is the guard page.
         let bottom = addr as usize + page_size();
         let stack = Stack { bottom, top: addr as usize + size };

@@ -17,6 +17,7 @@
 
 use core::cell::RefCell;
 use core::fmt::Write;
+use core::sync::atomic::{AtomicU8, Ordering};
 
 use arena::lifecycle::{Buffers, LifecycleError, State};
 use arena::{Category, LogRing};
@@ -47,16 +48,59 @@ pub enum Mode {
 }
 
 /// A capture buffer's memory, written by the camera's interrupt and read by
-/// the thread: the lifecycle decides which of them may touch it.
+/// the thread and the housekeeping: the lifecycle decides which of them may
+/// touch it, and the self-tests break its rules on purpose (in the
+/// unchecked build they do touch it at once). So the memory is only ever
+/// reached here, a byte at a time through atomics, as a DMA's buffer is
+/// memory someone else may be writing: never through a Rust reference.
 #[derive(Clone, Copy)]
 struct Block {
     at: *mut u8,
     len: usize,
 }
 
-// SAFETY: a buffer's memory is reached through the capture's state only,
-// under the lifecycle's rules (and, in the unchecked build, on purpose not).
+// SAFETY: a `Block` is an address; its memory is reached through `byte`
+// only, whichever context holds the copy.
 unsafe impl Send for Block {}
+
+impl Block {
+    /// Its bytes in `range`, as atomics.
+    fn bytes(&self, range: core::ops::Range<usize>) -> impl Iterator<Item = &AtomicU8> {
+        assert!(range.start <= range.end && range.end <= self.len, "past the end of a capture buffer");
+        range.map(|i| {
+            // SAFETY: `at` is a capture buffer of `len` bytes (a pool block
+            // or the input tensor), valid for the whole run, and `i` is
+            // below `len`; `u8` and `AtomicU8` have the same size and
+            // alignment; every access the firmware's Rust makes to it while
+            // the camera runs is atomic (this one). The one non-atomic
+            // access that can meet them is TFLM reading its input tensor
+            // in `selftest-zero-copy` built unchecked, the hazard that
+            // self-test exists to show, on a single-core board where the
+            // camera is an interrupt.
+            unsafe { AtomicU8::from_ptr(self.at.add(i)) }
+        })
+    }
+
+    /// Writes `data` from byte `offset` on.
+    fn write(&self, offset: usize, data: &[u8]) {
+        for (byte, &b) in self.bytes(offset..offset + data.len()).zip(data) {
+            byte.store(b, Ordering::Relaxed);
+        }
+    }
+
+    /// Reads its first `to.len()` bytes into `to`.
+    fn read(&self, to: &mut [u8]) {
+        let len = to.len();
+        for (b, byte) in to.iter_mut().zip(self.bytes(0..len)) {
+            *b = byte.load(Ordering::Relaxed);
+        }
+    }
+
+    /// The CRC-32 of its bytes.
+    fn crc32(&self) -> u32 {
+        hilmem_protocol::crc32_of(self.bytes(0..self.len).map(|byte| byte.load(Ordering::Relaxed)))
+    }
+}
 
 /// What the camera's and the housekeeping's interrupts share with the
 /// thread.
@@ -113,12 +157,7 @@ fn capture_chunk() {
     });
     let Some((block, data, range, buffer, frame, last)) = write else { return };
     // Outside the critical section, as a DMA writes while the thread runs.
-    // SAFETY: the block is a capture buffer of `block.len` bytes, at least
-    // the input's; the lifecycle keeps it from the thread while it is held.
-    unsafe {
-        let to = core::slice::from_raw_parts_mut(block.at, block.len);
-        to[range.clone()].copy_from_slice(&data[range]);
-    }
+    block.write(range.start, &data[range]);
     if last {
         with(|c| {
             c.filling = None;
@@ -138,9 +177,9 @@ fn capture_chunk() {
 fn housekeeping() {
     let upload = with(|c| c.uploads.iter().position(|&u| u).map(|buffer| (buffer, c.memory[buffer])));
     if let Some((buffer, block)) = upload {
-        // SAFETY: an UPLOAD_PENDING buffer is the uploader's: the camera
-        // takes FREE ones only.
-        let sent = hilmem_protocol::crc32(unsafe { core::slice::from_raw_parts(block.at as *const u8, block.len) });
+        // An UPLOAD_PENDING buffer is the uploader's: the camera takes FREE
+        // ones only.
+        let sent = block.crc32();
         with(|c| {
             c.uploads[buffer] = false;
             if let Err(e) = c.buffers.advance(buffer, State::Free, c.tick) {
@@ -182,8 +221,8 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
     for (i, block) in memory.iter_mut().enumerate() {
         if mode == Mode::ZeroCopy && i == 0 {
             // The camera writes into the model's input tensor itself.
-            let input = tflm::input_bytes();
-            *block = Block { at: input.as_mut_ptr(), len: input.len() };
+            let (at, len) = tflm::input_region();
+            *block = Block { at, len };
             continue;
         }
         match rig.pool.alloc(Category::InputFrame, config::LARGEST_INPUT_BYTES) {
@@ -242,10 +281,9 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
             break lifecycle_failure(e);
         }
         log(format_args!("frame {frame}: buffer {buffer} INFER_RUNNING <- `{name}`\n"));
+        // The buffer is the thread's while INFER_RUNNING (its writer has let
+        // it go, or the unchecked build lets the race happen).
         let block = with(|c| c.memory[buffer]);
-        // SAFETY: the buffer is the thread's while INFER_RUNNING (its writer
-        // has let it go, or the unchecked build lets the race happen).
-        let captured = unsafe { core::slice::from_raw_parts(block.at as *const u8, data.len()) };
         let inference = if mode == Mode::ZeroCopy && buffer == 0 {
             // The frame is already in the input tensor; the buffer is
             // released as if the data were the model's now.
@@ -255,7 +293,7 @@ pub fn run(mut rig: Rig, mode: Mode, frames: u32) -> i32 {
             tflm::clear_messages();
             tflm::invoke().map_err(|e| fail_with_tflm_messages("invoke", e))
         } else {
-            rig.infer(name, captured)
+            rig.infer_with(name, data.len(), &|pre| block.read(pre))
         };
         let answer = match inference.and_then(|()| rig.answer(name)) {
             Ok(answer) => answer,

@@ -103,8 +103,14 @@ impl<'s> Rig<'s> {
     /// Feeds `data` to the model through a pre-processing buffer, as a real
     /// pipeline would convert a camera frame, and runs one inference.
     fn infer(&mut self, name: &str, data: &[u8]) -> Result<(), i32> {
-        let pre = self.pool.alloc(Category::Preprocess, data.len()).map_err(|e| pool_failure("preprocess", name, e))?;
-        pre.copy_from_slice(data);
+        self.infer_with(name, data.len(), &|pre| pre.copy_from_slice(data))
+    }
+
+    /// As [`Rig::infer`], for `len` bytes that `fill` writes into the
+    /// pre-processing buffer.
+    fn infer_with(&mut self, name: &str, len: usize, fill: &dyn Fn(&mut [u8])) -> Result<(), i32> {
+        let pre = self.pool.alloc(Category::Preprocess, len).map_err(|e| pool_failure("preprocess", name, e))?;
+        fill(pre);
         let fed = tflm::set_input(0, pre);
         self.pool.free(pre).expect("block from this pool");
         if let Err((want, got)) = fed {
@@ -129,9 +135,8 @@ impl<'s> Rig<'s> {
     /// Reads the answer through a post-processing buffer.
     fn answer(&mut self, name: &str) -> Result<(u32, f32), i32> {
         let output = tflm::output().map_err(|e| fail("output", e.code, e.what()))?;
-        let post =
-            self.pool.alloc(Category::Postprocess, output.bytes.len()).map_err(|e| pool_failure("output", name, e))?;
-        post.copy_from_slice(output.bytes);
+        let post = self.pool.alloc(Category::Postprocess, output.len()).map_err(|e| pool_failure("output", name, e))?;
+        output.copy_to(post);
         let answer = output.answer(post);
         if !cfg!(feature = "inject-leak") {
             self.pool.free(post).expect("block from this pool");
