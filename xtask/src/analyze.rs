@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<i32> {
         if runtime.generation() != Generation::Current {
             anyhow::bail!("--operators: name a current TFLM checkout with --tflm (the table covers its resolver); {runtime} is not one");
         }
-        print!("{}", report::operator_coverage(&Operators::bundled(), &runtime.operators));
+        print!("{}", report::analysis::operator_coverage(&Operators::bundled(), &runtime.operators));
         return Ok(exit::OK);
     };
     let found = loaded.models.into_iter().find(|m| m.name == name);
@@ -108,13 +108,13 @@ pub fn run(args: Args) -> Result<i32> {
     };
     match args.format {
         Format::Table => {
-            println!("{}", report::analysis(&analysis));
+            println!("{}", report::analysis::analysis(&analysis));
             println!("runtime: {runtime}");
             if !unsupported.is_empty() {
                 println!("{runtime} does not register: {}", unsupported.join(", "));
             }
             if let Some(fit) = &fit {
-                println!("{}", report::fit(fit));
+                println!("{}", report::analysis::fit(fit));
             }
             if let Some(why) = &no_fit {
                 println!("fit: not predicted: {why}");
@@ -162,7 +162,9 @@ fn analyze_set((spec, set): (&ModelSpec, &SetSpec), runtime: &Runtime, format: F
         anyhow::bail!("set `{}`: no arena prediction for {runtime}: {}", spec.name, caveats.join("; "));
     };
     match format {
-        Format::Table => println!("{}\nruntime: {runtime}", report::set_analysis(&spec.name, set.sharing, &analysis)),
+        Format::Table => {
+            println!("{}\nruntime: {runtime}", report::analysis::set_analysis(&spec.name, set.sharing, &analysis))
+        }
         Format::Json => println!("{}", serde_json::to_string_pretty(&analysis).expect("analysis serializes")),
     }
     Ok(exit::OK)

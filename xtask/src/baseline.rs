@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<i32> {
             for (b, m) in baseline::list(&source)? {
                 if board.as_ref().is_none_or(|x| *x == b) && model.as_ref().is_none_or(|x| *x == m) {
                     let file = source.load(&b, &m)?.expect("listed");
-                    println!("{}", report::baseline(&file));
+                    println!("{}", report::terminal::baseline(&file));
                 }
             }
         }
@@ -94,12 +94,12 @@ pub fn run(args: Args) -> Result<i32> {
             let rows = compare::diff(&from, &to)?;
             println!(
                 "{}",
-                if rows.is_empty() { "no baseline changed".to_owned() } else { report::diff_markdown(&rows) }
+                if rows.is_empty() { "no baseline changed".to_owned() } else { report::markdown::diff(&rows) }
             );
         }
         Command::History { board, model, metric } => {
             let history = baseline::history(&dir, &board, &model, metric.as_deref())?;
-            println!("{}", report::history(&history.rows));
+            println!("{}", report::terminal::history(&history.rows));
             for skipped in &history.unreadable {
                 eprintln!("skipped a version that cannot be read: {skipped}");
             }
@@ -121,13 +121,13 @@ fn approver(dir: &std::path::Path) -> String {
 
 fn approve(results: &std::path::Path, dir: &std::path::Path, filters: &[Filter], commit: bool) -> Result<()> {
     let approver = approver(dir);
-    let message = |diff: &[Row]| report::approval_message(diff, &approver);
+    let message = |diff: &[Row]| report::markdown::approval_message(diff, &approver);
     let approval = approval::approve(results, dir, filters, &approver, commit.then_some(&message))?;
     if approval.files.is_empty() {
         println!("nothing pending matches");
         return Ok(());
     }
-    print!("{}", report::diff_markdown(&approval.diff));
+    print!("{}", report::markdown::diff(&approval.diff));
     for file in &approval.files {
         println!("wrote {}", file.display());
     }
@@ -151,7 +151,7 @@ fn review(results: &std::path::Path, dir: &std::path::Path, commit: bool) -> Res
             if rows.is_empty() {
                 continue;
             }
-            println!("{}", report::diff_markdown(&rows));
+            println!("{}", report::markdown::diff(&rows));
             loop {
                 print!("{board}/{model} {scenario}: [a]ccept, [r]eject, [s]kip? ");
                 std::io::stdout().flush()?;

@@ -17,9 +17,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<i32> {
     let ws = Workspace::from_source();
-    println!("{}", report::boards(&board::load_all(&ws)?));
+    println!("{}", report::terminal::boards(&board::load_all(&ws)?));
     if !args.profiles {
-        println!("\n{}", report::attached(&probe::attached(), &runner::serial_ports()));
+        println!("\n{}", report::terminal::attached(&probe::attached(), &runner::serial_ports()));
     }
     Ok(exit::OK)
 }

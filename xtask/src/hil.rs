@@ -211,10 +211,12 @@ pub fn run(args: Args) -> Result<i32> {
     );
 
     match args.format {
-        Format::Table => println!("{}\n\n{}", report::table(&results), report::comparison_table(&comparison)),
+        Format::Table => {
+            println!("{}\n\n{}", report::terminal::table(&results), report::terminal::comparison_table(&comparison))
+        }
         Format::Json => println!("{}", results.to_json()),
-        Format::Markdown => println!("{}", report::markdown(&results, &comparison)),
-        Format::Junit => println!("{}", report::junit(&results, &comparison, args.strict)),
+        Format::Markdown => println!("{}", report::markdown::report(&results, &comparison)),
+        Format::Junit => println!("{}", report::junit::report(&results, &comparison, args.strict)),
     }
     eprintln!("results, comparison.json, report.md, junit.xml: {}", ws.shown(&out));
     if !saved.pending.is_empty() {

@@ -51,8 +51,10 @@ pub fn save(
     results.save(out).map_err(io)?;
     let comparison_json = serde_json::to_string_pretty(comparison).expect("comparison serializes");
     fsutil::write_atomic(&out.join("comparison.json"), comparison_json.as_bytes()).map_err(io)?;
-    fsutil::write_atomic(&out.join("report.md"), report::markdown(results, comparison).as_bytes()).map_err(io)?;
-    fsutil::write_atomic(&out.join("junit.xml"), report::junit(results, comparison, strict).as_bytes()).map_err(io)?;
+    fsutil::write_atomic(&out.join("report.md"), report::markdown::report(results, comparison).as_bytes())
+        .map_err(io)?;
+    fsutil::write_atomic(&out.join("junit.xml"), report::junit::report(results, comparison, strict).as_bytes())
+        .map_err(io)?;
     let page = match page {
         Some(from) => Some(
             page::write(ws, results.clone(), comparison.clone(), from.models_file, from.baselines_dir, out)

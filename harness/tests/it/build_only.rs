@@ -151,7 +151,7 @@ fn a_model_with_one_more_operator_shows_its_kernel_as_what_grew() {
     assert!(*bytes > 0 && grown.moved.iter().all(|(c, _)| c != "kernel:ADD"), "{:?}", grown.moved);
     let total: i64 = grown.moved.iter().map(|(_, d)| d).sum();
     assert_eq!(total, grown.delta().unwrap(), "the moved components account for the whole change");
-    let text = harness::report::comparison_table(&comparison);
+    let text = harness::report::terminal::comparison_table(&comparison);
     assert!(text.contains(&format!("REGRESSED: +{bytes} RELU kernel")), "{text}");
 }
 

@@ -171,21 +171,24 @@ fn fixture() -> (Results, Comparison) {
 #[test]
 fn snapshot_terminal_tables() {
     let (results, comparison) = fixture();
-    check(&format!("{}\n\n{}\n", report::table(&results), report::comparison_table(&comparison)), "table.txt");
+    check(
+        &format!("{}\n\n{}\n", report::terminal::table(&results), report::terminal::comparison_table(&comparison)),
+        "table.txt",
+    );
 }
 
 #[test]
 fn snapshot_markdown() {
     let (results, comparison) = fixture();
-    check(&report::markdown(&results, &comparison), "report.md");
+    check(&report::markdown::report(&results, &comparison), "report.md");
 }
 
 #[test]
 fn snapshot_junit() {
     let (results, comparison) = fixture();
-    let lenient = report::junit(&results, &comparison, false);
+    let lenient = report::junit::report(&results, &comparison, false);
     check(&lenient, "junit.xml");
     // Strict also fails on the missing figure.
-    let strict = report::junit(&results, &comparison, true);
+    let strict = report::junit::report(&results, &comparison, true);
     assert!(strict.contains("pool_log_peak_bytes") && !lenient.contains("pool_log_peak_bytes"), "{strict}");
 }

@@ -226,7 +226,7 @@ fn footprints(html: &mut String, records: &[Measurement], book: Option<&str>) {
 
 fn comparison(html: &mut String, inputs: &Inputs) {
     let c = &inputs.comparison;
-    let found = findings(&inputs.results, c);
+    let found = findings::of(&inputs.results, c);
     html.push_str("<h2 id=\"comparison\">Comparison</h2>\n");
     for line in runtime_changes(c) {
         let _ = writeln!(html, "<p class=\"runtime\"><strong>{}</strong></p>", escape(&line));
