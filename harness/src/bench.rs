@@ -79,7 +79,7 @@ pub fn run(
     let loaded = models::load(models_file).map_err(ConfigError::from)?;
     let runtime = loaded.runtime(tflm).map_err(ConfigError::from)?;
     let models = loaded.models;
-    let mut options = Options::new(ws, boards.iter().map(|b| b.name.clone()).collect());
+    let mut options = Options::new(ws, boards.to_vec());
     options.jobs = jobs;
     options.models_file = models_file.to_owned();
     options.scenarios = vec![SINGLE_FRAME.into()];

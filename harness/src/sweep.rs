@@ -20,7 +20,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::board::DEFAULT_BOARD;
+use crate::config::board::Board;
 use crate::config::runtime::Runtime;
 use crate::fsutil::write_atomic;
 use crate::run::measurement::{Measurement, BUILD};
@@ -330,9 +330,15 @@ pub fn kept(ws: &Workspace, month: &Month) -> Option<Outcome> {
     serde_json::from_slice(&text).ok()
 }
 
-/// Runs each of [`MODELS`] on `tree` in the single-frame scenario on the
-/// default board, or says why hilmem refuses the tree.
-pub fn measure(ws: &Workspace, month: &Month, tree: &Path, progress: &(dyn Fn(Event) + Sync)) -> Outcome {
+/// Runs each of [`MODELS`] on `tree` in the single-frame scenario on
+/// `board` (the default board), or says why hilmem refuses the tree.
+pub fn measure(
+    ws: &Workspace,
+    board: &Board,
+    month: &Month,
+    tree: &Path,
+    progress: &(dyn Fn(Event) + Sync),
+) -> Outcome {
     let runtime = match Runtime::at(tree) {
         Ok(runtime) => runtime,
         Err(refusal) => {
@@ -341,7 +347,7 @@ pub fn measure(ws: &Workspace, month: &Month, tree: &Path, progress: &(dyn Fn(Ev
     };
     let mut models = Vec::new();
     for (file, model) in MODELS {
-        let mut options = Options::new(ws, vec![DEFAULT_BOARD.to_owned()]);
+        let mut options = Options::new(ws, vec![board.clone()]);
         options.models_file = ws.root().join(file);
         options.models = vec![model.to_owned()];
         options.scenarios = vec![SINGLE_FRAME.to_owned()];

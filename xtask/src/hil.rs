@@ -142,7 +142,7 @@ pub fn run(args: Args) -> Result<i32> {
     let boards = run::resolve_boards(&ws, &args.boards)?;
     doctor::ensure(&doctor::needs(&boards, false), ws.root(), true, &mut |line| eprintln!("{line}"))?;
 
-    let mut options = Options::new(&ws, args.boards);
+    let mut options = Options::new(&ws, boards);
     options.models = args.models;
     if !args.scenarios.is_empty() {
         options.scenarios = args.scenarios;
@@ -166,7 +166,7 @@ pub fn run(args: Args) -> Result<i32> {
     // Boards behind a debug probe with none attached: said once, their
     // images built and compared as --build-only, nothing flashed; the run's
     // other boards run.
-    let absent = if options.build_only { Vec::new() } else { run::unattached(&boards, &options.run)? };
+    let absent = if options.build_only { Vec::new() } else { run::unattached(&options.boards, &options.run)? };
     options.unattached = absent.iter().map(|(board, _)| board.clone()).collect();
     options.retries = args.retries;
     options.repeat = args.repeat;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use harness::config::board::{Board, DEFAULT_BOARD};
 use harness::sweep::{self, Outcome};
 use harness::Workspace;
 
@@ -43,6 +44,7 @@ pub fn run(args: Args) -> Result<i32> {
     let months = sweep::months(&args.repo, &args.from)?;
     eprintln!("== sweep: {} months from {} to {}", months.len(), args.from, months.last().map_or("-", |m| &m.month));
     let trees = ws.root().join("target/tflm-sweep");
+    let board = Board::load(&ws, DEFAULT_BOARD)?;
     let mut outcomes: Vec<Outcome> = Vec::new();
     for (i, month) in months.iter().enumerate() {
         let head =
@@ -57,7 +59,7 @@ pub fn run(args: Args) -> Result<i32> {
         let tree = sweep::make_tree(&args.repo, &args.libraries, month, &trees)
             .with_context(|| format!("the tree of {}", month.month))?;
         let progress = Progress::new();
-        let outcome = sweep::measure(&ws, month, &tree, &|event| progress.show(event));
+        let outcome = sweep::measure(&ws, &board, month, &tree, &|event| progress.show(event));
         drop(progress);
         sweep::keep(&ws, &outcome)?;
         if !args.keep {

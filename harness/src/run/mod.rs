@@ -58,8 +58,8 @@ pub enum ConfigError {
 /// Settings of one `hil` run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Board names, or [`ALL_EMULATED`].
-    pub boards: Vec<String>,
+    /// The boards, each profile read once ([`resolve_boards`]).
+    pub boards: Vec<Board>,
     /// The models file (normally `hil.toml` at the root).
     pub models_file: PathBuf,
     /// Models to run, by name; all of the models file when empty.
@@ -117,7 +117,7 @@ impl Options {
 
     /// All models of `hil.toml` and all scenarios on `boards`, building first,
     /// as many boards at once as there are cores.
-    pub fn new(ws: &Workspace, boards: Vec<String>) -> Options {
+    pub fn new(ws: &Workspace, boards: Vec<Board>) -> Options {
         Options {
             boards,
             models_file: ws.models_file(),
@@ -247,7 +247,7 @@ pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, Bo
 
 /// Runs every selected model's scenarios on every board, boards in parallel.
 pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
-    let boards = resolve_boards(ws, &options.boards)?;
+    let boards = &options.boards;
     let file = &options.models_file;
     let (loaded, runtime) = options.load()?;
     let mut models = models::select(loaded.models, &options.models, file)?;
@@ -583,14 +583,14 @@ pub struct Deploy {
 /// the last build left would do (see [`probe::dry_run`]), touching no
 /// probe. Other boards have nothing to deploy this way and are refused.
 pub fn dry_run(ws: &Workspace, options: &Options) -> Result<Vec<Deploy>, ConfigError> {
-    let boards = resolve_boards(ws, &options.boards)?;
+    let boards = &options.boards;
     if let Some(board) = boards.iter().find(|b| !matches!(b.runner, Runner::ProbeRs { .. })) {
         return Err(ConfigError::NotDeployed(board.name.clone()));
     }
     let (loaded, runtime) = options.load()?;
     let models = models::select(loaded.models, &options.models, &options.models_file)?;
     let mut deploys = Vec::new();
-    for board in &boards {
+    for board in boards {
         let Runner::ProbeRs { chip, probe } = &board.runner else { continue };
         for model in &models {
             let elf = firmware::elf_path(ws, board, model, &runtime, Variant::Standard);

@@ -30,7 +30,7 @@ fn build_record<'a>(results: &'a Results, board: &str) -> &'a Measurement {
 #[test]
 fn every_profile_builds_and_records_without_a_target_and_its_footprint_adds_up() {
     let ws = ws();
-    let boards: Vec<String> = board::load_all(&ws).unwrap().into_iter().map(|b| b.name).collect();
+    let boards = board::load_all(&ws).unwrap();
     assert_eq!(boards.len(), 8);
     let mut options = Options::new(&ws, boards.clone());
     options.models = vec!["hello_world".into()];
@@ -39,13 +39,14 @@ fn every_profile_builds_and_records_without_a_target_and_its_footprint_adds_up()
     assert!(results.failed.is_empty(), "{:?}", results.failed);
     assert_eq!(results.records.len(), boards.len(), "only build records");
     let model_bytes = model("hello_world").bytes.len() as i64;
-    for name in &boards {
+    for board in &boards {
+        let name = &board.name;
         let record = build_record(&results, name);
         assert!(record.passed(), "{name}: {:?}", record.checks);
         let footprint = record.footprint.as_ref().unwrap();
         let sum = |parts: &BTreeMap<String, i64>| parts.values().sum::<i64>();
         assert_eq!(sum(&footprint.static_ram), record.metrics["static_ram_bytes"], "{name}");
-        let bare_metal = matches!(board(name).layout, Layout::BareMetal(_));
+        let bare_metal = matches!(board.layout, Layout::BareMetal(_));
         if bare_metal {
             let flash = record.metrics["flash_bytes"];
             assert_eq!(sum(&footprint.flash), flash, "{name}");
@@ -68,7 +69,7 @@ fn every_profile_builds_and_records_without_a_target_and_its_footprint_adds_up()
 fn a_build_record_has_the_figures_a_run_of_the_same_image_reports() {
     for name in ["qemu-m7", "host"] {
         let mut build_only = hello_world_in(SINGLE_FRAME);
-        build_only.boards = vec![name.into()];
+        build_only.boards = vec![board(name)];
         build_only.build_only = true;
         let built = run::run(&ws(), &build_only, &|_| {}).unwrap();
         let mut full = build_only.clone();
@@ -128,7 +129,7 @@ fn a_model_with_one_more_operator_shows_its_kernel_as_what_grew() {
         let config = dir.path().join("hil.toml");
         let body = "[[model]]\nname = \"footprint_m\"\nfile = \"m.tflite\"\narena_bytes = 4096\n[[model.input]]\nname = \"x\"\nvalues = [0.0, 1.0, 2.0, 3.0]\n";
         std::fs::write(&config, body).unwrap();
-        let mut options = Options::new(&ws(), vec!["qemu-m7".into()]);
+        let mut options = Options::new(&ws(), vec![board("qemu-m7")]);
         options.models_file = config;
         options.build_only = true;
         let results = run::run(&ws(), &options, &|_| {}).unwrap();

@@ -5,7 +5,6 @@
 //! camera still writes end naming it, or, with the lifecycle's checks
 //! compiled out, give wrong answers.
 
-use harness::config::board::DEFAULT_BOARD;
 use harness::image::firmware::Variant;
 use harness::run::measurement::Measurement;
 use harness::run::record::CLOCK;
@@ -31,7 +30,7 @@ const FP_FRAME: i64 = 26 * 4 + 4;
 /// handlers' stack.
 #[test]
 fn the_slow_clock_drops_more_frames_and_every_figure_repeats() {
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models = vec!["person_detection".into()];
     options.scenarios = vec![SINGLE_FRAME.into(), DMA_STREAM.into(), DMA_STREAM_SLOW.into()];
     options.repeat = 3;
@@ -82,7 +81,7 @@ fn handing_the_model_a_buffer_the_camera_writes_is_caught_or_answers_wrong() {
         ("selftest-zero-copy", "buffer 0: FREE may not follow INFER_RUNNING"),
     ];
     for variant in [Variant::Standard, Variant::UncheckedLifecycle] {
-        let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+        let mut options = Options::new(&ws(), vec![default_board()]);
         options.models = vec!["person_detection".into()];
         options.scenarios = expected.iter().map(|(s, _)| (*s).to_owned()).collect();
         options.variant = variant;
@@ -108,7 +107,7 @@ fn handing_the_model_a_buffer_the_camera_writes_is_caught_or_answers_wrong() {
 /// same lifecycle and answers, on the wall clock, which the record names.
 #[test]
 fn the_host_captures_with_a_writer_thread() {
-    let mut options = Options::new(&ws(), vec!["host".into()]);
+    let mut options = Options::new(&ws(), vec![board("host")]);
     options.models = vec!["hello_world".into()];
     options.scenarios = vec![DMA_STREAM.into(), DMA_STREAM_SLOW.into()];
     let results = run::run(&ws(), &options, &|_| {}).unwrap();

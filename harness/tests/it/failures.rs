@@ -261,7 +261,7 @@ fn a_tree_that_does_not_compile_is_an_error_naming_the_tree_the_step_and_the_sou
     std::fs::write(&kernel, text).unwrap();
 
     let mut options = hello_world_in(SINGLE_FRAME);
-    options.boards = vec!["host".into()];
+    options.boards = vec![board("host")];
     options.tflm = Some(dir.path().display().to_string());
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(!results.failed.is_empty() && results.records.iter().all(|r| r.scenario != SINGLE_FRAME));

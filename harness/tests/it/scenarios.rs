@@ -25,7 +25,7 @@ fn check_passed(record: &Measurement, name: &str) -> bool {
 
 #[test]
 fn every_scenario_runs_and_shows_what_it_must() {
-    let mut options = Options::new(&ws(), vec![default_board().name]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models = vec!["hello_world".into(), "micro_speech".into()];
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
     assert!(results.failed.is_empty(), "{:#?}", results.failed);
@@ -202,7 +202,7 @@ fn hello_and_micro(dir: &std::path::Path, hello_extra: &str, rest: &str) -> std:
 /// `scenario` of `model` from the models file `file` on the default board;
 /// no run failed.
 fn run_alone(file: std::path::PathBuf, model: &str, scenario: &str) -> run::results::Results {
-    let mut options = Options::new(&ws(), vec![default_board().name]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models_file = file;
     options.models = vec![model.into()];
     options.scenarios = vec![scenario.into()];

@@ -84,7 +84,7 @@ pub fn ran(results: &Results) -> impl Iterator<Item = &Measurement> {
 /// `hil`'s options for hello_world alone, in one scenario, on the default
 /// board.
 pub fn hello_world_in(scenario: &str) -> Options {
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models = vec!["hello_world".into()];
     options.scenarios = vec![scenario.into()];
     options
@@ -95,7 +95,7 @@ pub fn hello_world_in(scenario: &str) -> Options {
 pub fn hil_with_models(dir: &Path, models_toml: &str) -> Results {
     let file = dir.join("hil.toml");
     std::fs::write(&file, models_toml).unwrap();
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models_file = file;
     options.scenarios = vec![SINGLE_FRAME.into()];
     // Every run the progress was told of is counted as made or not made,

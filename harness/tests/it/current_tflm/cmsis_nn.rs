@@ -40,7 +40,7 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
     let dir = tempfile::tempdir().unwrap();
     let auto = dir.path().join("hil.toml");
     std::fs::write(&auto, with_arenas(&models_file, |_| vec![(String::new(), "\"auto\"".into())])).unwrap();
-    let mut options = Options::new(&ws(), CORES.map(String::from).to_vec());
+    let mut options = Options::new(&ws(), CORES.map(board).to_vec());
     options.models_file = auto;
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = runtime.dir().map(|d| d.display().to_string());
@@ -116,7 +116,7 @@ fn every_example_model_answers_right_with_cmsis_nn_on_each_cortex_m_core() {
 #[test]
 fn keyword_scrambled_needs_more_than_16_kib_on_the_m55_as_predicted() {
     let runtime = current_tflm();
-    let mut options = Options::new(&ws(), vec!["qemu-m55".into()]);
+    let mut options = Options::new(&ws(), vec![board("qemu-m55")]);
     options.models_file = ws().root().join("firmware/models/tflm/hil.toml");
     options.models = vec!["keyword_scrambled".into()];
     options.scenarios = vec![SINGLE_FRAME.into()];

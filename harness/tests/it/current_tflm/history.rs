@@ -24,7 +24,7 @@ use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 use hilmem_protocol::metric;
 use hilmem_protocol::scenario::SINGLE_FRAME;
 
-use crate::support::{ran, ws, EVERY_OPERATOR_2023};
+use crate::support::{board, default_board, ran, ws, EVERY_OPERATOR_2023};
 
 /// The unpacked checkouts of TFLM's history, oldest first.
 fn history() -> Vec<PathBuf> {
@@ -60,7 +60,7 @@ fn every_tree_of_tflms_history_builds_and_runs() {
         let both = [DEFAULT_BOARD, "host"];
         let runs = [(ws().models_file(), &models[..1], &both[..]), (models_file.clone(), &models[1..], &both[..1])];
         for (models_file, names, boards) in runs {
-            let mut options = Options::new(&ws(), boards.iter().map(|b| (*b).to_owned()).collect());
+            let mut options = Options::new(&ws(), boards.iter().map(|b| board(b)).collect());
             options.models_file = models_file;
             options.models = names.to_vec();
             options.scenarios = vec![SINGLE_FRAME.into()];
@@ -152,7 +152,7 @@ fn every_pair_of_runtimes_is_compared_naming_the_change_and_what_moved() {
     let measured: Vec<Results> = runtimes
         .iter()
         .map(|runtime| {
-            let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+            let mut options = Options::new(&ws(), vec![default_board()]);
             options.models = vec!["hello_world".into()];
             options.scenarios = vec![SINGLE_FRAME.into()];
             options.tflm = Some(runtime.dir().map_or("bundled".into(), |d| d.display().to_string()));

@@ -25,7 +25,7 @@ use harness::verdict::compare::{self, Policy, RuntimeChange, Verdict};
 use hilmem_protocol::metric;
 use hilmem_protocol::scenario::{MULTI_MODEL, SINGLE_FRAME};
 
-use crate::support::{self, board, printed_by_tflm, ran, ws, EVERY_OPERATOR, TIMEOUT};
+use crate::support::{self, board, default_board, printed_by_tflm, ran, ws, EVERY_OPERATOR, TIMEOUT};
 
 mod cmsis_nn;
 mod history;
@@ -88,7 +88,7 @@ fn the_current_resolver_is_read_from_the_checkout() {
 #[test]
 fn hello_world_runs_on_the_current_tflm_and_the_comparison_names_the_change() {
     let runtime = current_tflm();
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models = vec!["hello_world".into()];
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = runtime.dir().map(|d| d.display().to_string());
@@ -222,7 +222,7 @@ fn the_least_arena_is_where_the_current_tflm_starts_to_refuse() {
         });
     }
     std::fs::write(dir.path().join("hil.toml"), toml).unwrap();
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models_file = dir.path().join("hil.toml");
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = runtime.dir().map(|d| d.display().to_string());
@@ -249,7 +249,7 @@ fn the_least_arena_is_where_the_current_tflm_starts_to_refuse() {
 /// The single-frame scenario of every model of `models_file` on `boards`,
 /// built against `runtime`; no run failed.
 fn single_frame(runtime: &Runtime, models_file: std::path::PathBuf, boards: &[&str]) -> run::results::Results {
-    let mut options = Options::new(&ws(), boards.iter().map(|b| (*b).to_owned()).collect());
+    let mut options = Options::new(&ws(), boards.iter().map(|b| board(b)).collect());
     options.models_file = models_file;
     options.scenarios = vec![SINGLE_FRAME.into()];
     options.tflm = runtime.dir().map(|d| d.display().to_string());
@@ -340,7 +340,7 @@ fn each_operator_model_answers_right_and_is_predicted_to_the_byte_on_the_m7() {
 pub fn operator_models_mispredicted(runtime: &Runtime, set_name: &str) -> Vec<String> {
     let models_file = ws().root().join("firmware/models/ops/hil.toml");
     let file = models::load(&models_file).unwrap();
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models_file = models_file;
     options.models = vec![set_name.into()];
     options.scenarios = vec![MULTI_MODEL.into()];

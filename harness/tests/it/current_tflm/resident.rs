@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use harness::config::board::DEFAULT_BOARD;
 use harness::model::analysis::{Analysis, SetAnalysis};
 use harness::model::planner::Planner;
 use harness::model::tail::cmsis_nn::KernelPath;
@@ -16,7 +15,7 @@ use hilmem_protocol::metric;
 use hilmem_protocol::scenario::{MULTI_MODEL, SHARED_PREEMPTION, SINGLE_FRAME};
 
 use super::current_tflm;
-use crate::support::{ran, ws};
+use crate::support::{default_board, ran, ws};
 
 /// magic_wand (a classifier) and hello_world resident together, loaded in
 /// that order and run in turn for 16 frames, first in an arena each, then
@@ -43,7 +42,7 @@ fn a_resident_pair_shares_an_arena_for_less_than_two() {
     );
     let file = dir.path().join("hil.toml");
     std::fs::write(&file, toml).unwrap();
-    let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+    let mut options = Options::new(&ws(), vec![default_board()]);
     options.models_file = file;
     options.scenarios = vec![SINGLE_FRAME.into(), MULTI_MODEL.into()];
     let results = run::run(&ws(), &options, &|_| {}).unwrap();
@@ -127,7 +126,7 @@ fn a_model_inferring_from_an_interrupt_needs_an_arena_of_its_own() {
     let run_with = |sets: &str, scenario: &str| {
         let file = dir.path().join("hil.toml");
         std::fs::write(&file, toml(sets)).unwrap();
-        let mut options = Options::new(&ws(), vec![DEFAULT_BOARD.into()]);
+        let mut options = Options::new(&ws(), vec![default_board()]);
         options.models_file = file;
         options.scenarios = vec![scenario.into()];
         run::run(&ws(), &options, &|_| {})
