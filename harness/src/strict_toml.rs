@@ -48,7 +48,7 @@ pub fn parse<T: DeserializeOwned>(file: &Path, text: &str) -> Result<T, TomlErro
     serde_path_to_error::deserialize(deserializer).map_err(|err| {
         let key = err.path().to_string();
         let inner = err.into_inner();
-        let line = inner.span().map(|span| text[..span.start].lines().count().max(1));
+        let line = inner.span().map(|span| text[..span.start].matches('\n').count() + 1);
         TomlError {
             file: file.to_owned(),
             key: if key == "." { String::new() } else { key },

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::gitrepo::{self, GitError};
 use crate::run::measurement::BUILD;
 use crate::run::results::{Meta, Results};
-use crate::verdict::baseline::{file_path, is_baselined, now, read, BaselineError, BaselineFile, Source};
+use crate::verdict::baseline::{
+    file_path, is_baselined, now, read, BaselineError, BaselineFile, Source, BASELINE_FORMAT,
+};
 use crate::verdict::compare::{diff_rows, Comparison, Row};
 
 /// The pending candidates of a run: one file per board and model, under
@@ -55,7 +57,12 @@ pub fn write_pending(
         if changed.is_empty() {
             continue;
         }
-        let mut file = BaselineFile { meta: image.meta(results), scenario: BTreeMap::new(), footprint: None };
+        let mut file = BaselineFile {
+            format: BASELINE_FORMAT,
+            meta: image.meta(results),
+            scenario: BTreeMap::new(),
+            footprint: None,
+        };
         let records = results.records.iter().filter(|r| r.board == image.board && r.model == image.model);
         for record in records.filter(|r| changed.contains(&r.scenario.as_str())) {
             let figures = record.metrics.iter().filter(|(k, _)| is_baselined(k)).map(|(k, v)| (k.clone(), *v));
@@ -121,6 +128,7 @@ pub fn approve(
         let mut candidate = read(&path, &board, &model)?;
         let target = file_path(baselines_dir, &board, &model);
         let mut baseline = Source::WorkTree(baselines_dir.to_owned()).load(&board, &model)?.unwrap_or(BaselineFile {
+            format: BASELINE_FORMAT,
             meta: candidate.meta.clone(),
             scenario: BTreeMap::new(),
             footprint: None,
@@ -199,6 +207,7 @@ mod tests {
 
     fn baseline(model: &str, scenarios: &[(&str, &[(&str, i64)])]) -> BaselineFile {
         BaselineFile {
+            format: BASELINE_FORMAT,
             meta: meta(model),
             scenario: scenarios.iter().map(|&(s, f)| (s.to_owned(), figures(f))).collect(),
             footprint: None,

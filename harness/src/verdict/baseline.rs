@@ -24,12 +24,26 @@ pub enum BaselineError {
     Write { path: PathBuf, source: std::io::Error },
     #[error("{file}: key `meta.{key}` says `{found}`, but the file's place says `{expected}`")]
     Misplaced { file: PathBuf, key: &'static str, found: String, expected: String },
+    #[error(
+        "{file}: key `format` says {found}; this hilmem reads baseline files of format {BASELINE_FORMAT} and the \
+         earlier ones, which have no `format` key (a newer hilmem wrote this one?)"
+    )]
+    Format { file: PathBuf, found: String },
 }
+
+/// The layout of the baseline file this hilmem writes, its `format` key.
+/// The layouts before it (1 to 5, `baseline_formats/`) had no such key and
+/// are told apart by their `[meta]` keys ([`MIGRATIONS`]).
+pub const BASELINE_FORMAT: u32 = 6;
 
 /// One board and model's approved figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BaselineFile {
+    /// [`BASELINE_FORMAT`]: what a file read in an earlier layout is in
+    /// too, once read.
+    #[serde(default)]
+    pub format: u32,
     pub meta: Meta,
     /// Scenario, then metric name, then value.
     pub scenario: BTreeMap<String, BTreeMap<String, i64>>,
@@ -102,15 +116,19 @@ pub const MIGRATIONS: [Migration; 3] = [
     Migration { key: "kernels", value: "reference", because: "CMSIS-NN came with the key" },
 ];
 
-/// `text` in today's layout: each key of [`MIGRATIONS`] its `[meta]` lacks
-/// added with the value it had then, as lines right after the `[meta]`
-/// header, and where they went (the header's line and how many), so that
-/// an error's line is the file's. Text that is not a TOML table with a
-/// `[meta]` header, or that lacks keys no layout lacked together (a key
+/// `text` in today's layout: for a file of an earlier layout (no `format`
+/// key), each key of [`MIGRATIONS`] its `[meta]` lacks added with the value
+/// it had then, as lines right after the `[meta]` header, and where they
+/// went (the header's line and how many), so that an error's line is the
+/// file's. A file that says its format, text that is not a TOML table with
+/// a `[meta]` header, or that lacks keys no layout lacked together (a key
 /// but not every one added after it), is left as it is, for the parser to
 /// name what is wrong.
 fn migrated(text: &str) -> (std::borrow::Cow<'_, str>, Option<(usize, usize)>) {
     let Ok(file) = text.parse::<toml::Table>() else { return (text.into(), None) };
+    if file.contains_key("format") {
+        return (text.into(), None);
+    }
     let Some(toml::Value::Table(meta)) = file.get("meta") else { return (text.into(), None) };
     let kept = MIGRATIONS.iter().take_while(|m| meta.contains_key(m.key)).count();
     if MIGRATIONS[kept..].iter().any(|m| meta.contains_key(m.key)) {
@@ -133,14 +151,19 @@ fn migrated(text: &str) -> (std::borrow::Cow<'_, str>, Option<(usize, usize)>) {
 /// Parses a baseline file of any layout ([`MIGRATIONS`]) and checks it sits
 /// where its metadata says.
 pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<BaselineFile, BaselineError> {
+    let said = text.parse::<toml::Table>().ok().and_then(|t| t.get("format").cloned());
+    if let Some(found) = said.filter(|f| f.as_integer() != Some(i64::from(BASELINE_FORMAT))) {
+        return Err(BaselineError::Format { file: file.to_owned(), found: found.to_string() });
+    }
     let (text, inserted) = migrated(text);
-    let baseline: BaselineFile = strict_toml::parse(file, &text).map_err(|mut err| {
+    let mut baseline: BaselineFile = strict_toml::parse(file, &text).map_err(|mut err| {
         // The line in the file as it is, not in its migrated text.
         if let (Some(line), Some((header, count))) = (err.line, inserted) {
             err.line = (line <= header).then_some(line).or((line > header + count).then(|| line - count));
         }
         err
     })?;
+    baseline.format = BASELINE_FORMAT;
     for (key, found, expected) in [("board", &baseline.meta.board, board), ("model", &baseline.meta.model, model)] {
         if found != expected {
             return Err(BaselineError::Misplaced {
@@ -255,6 +278,7 @@ mod tests {
 
     fn sample() -> BaselineFile {
         BaselineFile {
+            format: BASELINE_FORMAT,
             meta: Meta {
                 board: "qemu-m7".into(),
                 model: "hello_world".into(),
@@ -298,11 +322,12 @@ mod tests {
     /// qemu-m7/hello_world.toml as this repository committed it in each
     /// earlier layout (the commit is in the file's name), and the keys of
     /// [`MIGRATIONS`] each lacks.
-    const EARLIER: [(&str, &str, &[&str]); 4] = [
+    const EARLIER: [(&str, &str, &[&str]); 5] = [
         ("1-a3899d3", include_str!("baseline_formats/1-a3899d3.toml"), &["rustc", "tflm_generation", "kernels"]),
         ("2-fd71728", include_str!("baseline_formats/2-fd71728.toml"), &["tflm_generation", "kernels"]),
         ("3-9d0707d", include_str!("baseline_formats/3-9d0707d.toml"), &["kernels"]),
         ("4-5cddd0e", include_str!("baseline_formats/4-5cddd0e.toml"), &["kernels"]),
+        ("5-e08e7fd", include_str!("baseline_formats/5-e08e7fd.toml"), &[]),
     ];
 
     #[test]
@@ -312,6 +337,8 @@ mod tests {
             let meta = raw["meta"].as_table().unwrap();
             assert_eq!(MIGRATIONS.iter().filter(|m| !meta.contains_key(m.key)).count(), lacking.len(), "{name}");
             let file = parse(Path::new(name), text, "qemu-m7", "hello_world").unwrap_or_else(|e| panic!("{e}"));
+            // Read, it is in today's layout, and written so.
+            assert_eq!(file.format, BASELINE_FORMAT, "{name}");
             // Every figure as the file holds it, none added or lost.
             let figures: BTreeMap<String, BTreeMap<String, i64>> = raw["scenario"].clone().try_into().unwrap();
             assert_eq!(file.scenario, figures, "{name}");
@@ -339,9 +366,7 @@ mod tests {
 
     /// A file that lacks a key but not every key added after it is of no
     /// layout hilmem wrote: it is refused naming the key, not read as an
-    /// older layout. (A file of today's layout that lost only the newest
-    /// key reads as the layout before it: nothing in the file tells them
-    /// apart.)
+    /// older layout.
     #[test]
     fn a_file_missing_a_key_no_layout_lacked_alone_is_refused_naming_it() {
         let text = sample().to_toml();
@@ -350,6 +375,41 @@ mod tests {
                 text.lines().filter(|l| !l.starts_with(&format!("{key} = "))).map(|l| format!("{l}\n")).collect();
             let err = parse(Path::new("b.toml"), &lost, "qemu-m7", "hello_world").unwrap_err().to_string();
             assert!(err.contains(&format!("missing field `{key}`")), "{key}: {err}");
+        }
+    }
+
+    /// A file of today's layout says so (`format`), and a key it lost is
+    /// named, even the newest, which an earlier layout lacked alone: it is
+    /// not read as that layout. A format this hilmem does not know is
+    /// refused, naming it.
+    #[test]
+    fn a_file_that_says_its_format_is_read_as_that_format_only() {
+        let text = sample().to_toml();
+        assert!(text.contains(&format!("\nformat = {BASELINE_FORMAT}\n")), "{text}");
+        for m in &MIGRATIONS {
+            let lost: String =
+                text.lines().filter(|l| !l.starts_with(&format!("{} = ", m.key))).map(|l| format!("{l}\n")).collect();
+            let err = parse(Path::new("b.toml"), &lost, "qemu-m7", "hello_world").unwrap_err().to_string();
+            assert!(err.contains(&format!("missing field `{}`", m.key)), "{}: {err}", m.key);
+        }
+        for found in ["7", "\"6\""] {
+            let other = text.replace(&format!("format = {BASELINE_FORMAT}"), &format!("format = {found}"));
+            let err = parse(Path::new("b.toml"), &other, "qemu-m7", "hello_world").unwrap_err().to_string();
+            assert!(err.starts_with(&format!("b.toml: key `format` says {found}; ")), "{err}");
+        }
+    }
+
+    /// Every baseline file this repository holds is in today's layout, as
+    /// hilmem writes it, byte for byte.
+    #[test]
+    fn the_repository_baselines_are_written_in_todays_layout() {
+        let dir = crate::Workspace::from_source().baselines_dir();
+        let found = list(&Source::WorkTree(dir.clone())).unwrap();
+        assert!(found.len() >= 32, "{found:?}");
+        for (board, model) in found {
+            let path = file_path(&dir, &board, &model);
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(read(&path, &board, &model).unwrap().to_toml(), text, "{}", path.display());
         }
     }
 
