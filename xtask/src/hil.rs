@@ -199,7 +199,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let started = std::time::Instant::now();
     let comparison = compare::compare(&results, &source, &policy)?;
-    let page = args.report.then_some(PageFrom { models_file: &options.models_file, baselines_dir: &baselines_dir });
+    let page = args.report.then_some(PageFrom { boards: &options.boards, baselines_dir: &baselines_dir });
     let saved = outputs::save(&ws, &out, &results, &comparison, args.strict, page)?;
     if let Some(page) = &saved.page {
         eprintln!("report: {}", ws.shown(page));

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use harness::report::page;
-use harness::run::results::Results;
+use harness::run::{self, results::Results};
 use harness::verdict::compare::Comparison;
 use harness::Workspace;
 
@@ -29,12 +29,15 @@ pub fn run(args: Args) -> Result<i32> {
         std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}; run `cargo xtask hil` first", path.display()))
     };
-    let results: Results = serde_json::from_str(&read("results.json")?).context("results.json is not a hilmem run")?;
+    let mut results: Results =
+        serde_json::from_str(&read("results.json")?).context("results.json is not a hilmem run")?;
     let comparison: Comparison =
         serde_json::from_str(&read("comparison.json")?).context("comparison.json is not a hilmem comparison")?;
     let models_file = args.config.unwrap_or_else(|| ws.models_file());
     let baselines = args.baselines.unwrap_or_else(|| ws.baselines_dir());
-    let path = page::write(&ws, results, comparison, &models_file, &baselines, &out)
+    results.models = page::gather::saved_run_models(&results, &models_file)?;
+    let boards = run::resolve_boards(&ws, &results.boards)?;
+    let path = page::write(&ws, results, comparison, &boards, &baselines, &out)
         .with_context(|| format!("cannot write the report into {}", out.display()))?;
     println!("{}", ws.shown(&path));
     Ok(exit::OK)

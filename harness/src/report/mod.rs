@@ -205,6 +205,7 @@ mod tests {
             images: Vec::new(),
             records: Vec::new(),
             failed: Vec::new(),
+            models: Vec::new(),
         };
         let (u, r, w, i) = (Verdict::Unchanged, Verdict::Regressed, Verdict::WithinTolerance, Verdict::Improved);
         assert_eq!(

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::board::Board;
 use crate::fsutil;
 use crate::report::{self, page};
 use crate::run::results::Results;
@@ -20,10 +21,10 @@ pub enum OutputsError {
     Pending(#[from] BaselineError),
 }
 
-/// Where the HTML page draws what it shows beside the run: the models file
-/// and the baselines the run read.
+/// What the HTML page draws beside the run's results (and the models it
+/// read, which they carry): the boards and the baselines the run read.
 pub struct PageFrom<'a> {
-    pub models_file: &'a Path,
+    pub boards: &'a [Board],
     pub baselines_dir: &'a Path,
 }
 
@@ -57,8 +58,7 @@ pub fn save(
         .map_err(io)?;
     let page = match page {
         Some(from) => Some(
-            page::write(ws, results.clone(), comparison.clone(), from.models_file, from.baselines_dir, out)
-                .map_err(io)?,
+            page::write(ws, results.clone(), comparison.clone(), from.boards, from.baselines_dir, out).map_err(io)?,
         ),
         None => None,
     };

@@ -322,6 +322,7 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
         images,
         records: Vec::new(),
         failed: Vec::new(),
+        models: files.into_iter().flatten().collect(),
     };
     for (board, model, scenario, outcome) in outcomes {
         match outcome {

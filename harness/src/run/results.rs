@@ -103,6 +103,11 @@ pub struct Results {
     pub images: Vec<Image>,
     pub records: Vec<Measurement>,
     pub failed: Vec<Failed>,
+    /// The models the run read, each once, for what is drawn from the run
+    /// after it (the HTML page): not written to results.json, which holds
+    /// figures, not inputs.
+    #[serde(skip)]
+    pub models: Vec<Model>,
 }
 
 pub const RESULTS_FORMAT: u32 = 1;

@@ -336,6 +336,7 @@ mod tests {
                 Measurement { metrics: figures(&[("a_bytes", 9)]), ..record("micro_speech", "single-frame") },
             ],
             failed: vec![],
+            models: Vec::new(),
         };
         let mut changed = row("hello_world", "single-frame", "a_bytes", Some(1), Some(5));
         changed.verdict = Verdict::Regressed;

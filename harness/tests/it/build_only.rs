@@ -170,3 +170,28 @@ fn the_firmware_passes_clippy_with_every_unsafe_explained_on_each_platform() {
         }
     }
 }
+
+/// The HTML page is drawn from what the run read: a models file and a
+/// board profile changed after the run (here the models file broken) do not
+/// change the analyses and boards it shows.
+#[test]
+fn the_page_shows_the_models_and_boards_the_run_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(ws().root().join("firmware/models/hello_world.tflite"), dir.path().join("hello.tflite")).unwrap();
+    let file = dir.path().join("hil.toml");
+    let toml = "[[model]]\nname = \"hello\"\nfile = \"hello.tflite\"\narena_bytes = 3072\n\
+                [[model.input]]\nname = \"x\"\nvalues = [0.5]\n";
+    std::fs::write(&file, toml).unwrap();
+    let mut options = Options::new(&ws(), vec![default_board()]);
+    options.models_file = file.clone();
+    options.build_only = true;
+    let results = run::run(&ws(), &options, &|_| {}).unwrap();
+    assert_eq!(results.models.len(), 1, "{:?}", results.failed);
+    std::fs::write(&file, "[[model]\nnot a models file").unwrap();
+    let comparison = compare::compare(&results, &Source::WorkTree(dir.path().into()), &Policy::default()).unwrap();
+    let page =
+        harness::report::page::gather::gather(&ws(), results, comparison, &options.boards, dir.path(), dir.path());
+    assert!(page.notes.is_empty(), "{:?}", page.notes);
+    assert_eq!(page.analyses.iter().map(|a| a.model.as_str()).collect::<Vec<_>>(), ["hello"]);
+    assert_eq!(page.boards.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), [DEFAULT_BOARD]);
+}

@@ -132,6 +132,7 @@ fn fixture() -> (Results, Comparison) {
             scenario: "stream".into(),
             error: "board `qemu-m7`, model `person_detection`, scenario `stream`: the firmware hit a HardFault\nlast lines...".into(),
         }],
+        models: vec![],
     };
     let row = |scenario: &str, metric: &str, baseline: Option<i64>, measured: Option<i64>, verdict| Row {
         board: "qemu-m7".into(),

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::config::board::Board;
-use crate::config::models;
+use crate::config::models::{self, Model, ModelSpec, ModelsError};
+
 use crate::model::analysis::Analysis;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::report::page::{Inputs, Trend};
@@ -38,20 +39,28 @@ fn local_book(root: &Path, dir: &Path) -> Option<String> {
     Some(format!("{}target/book/", "../".repeat(depth)))
 }
 
+/// The models of a run saved earlier (`cargo xtask report`), read again
+/// from `models_file` as it is now: results.json keeps a run's figures, not
+/// its inputs.
+pub fn saved_run_models(results: &Results, models_file: &Path) -> Result<Vec<Model>, ModelsError> {
+    let ran = |spec: &&ModelSpec| results.images.iter().any(|i| i.model == spec.name);
+    models::load(models_file)?.models.iter().filter(ran).map(ModelSpec::parse).collect()
+}
+
 /// Gathers the inputs of a page to be written in `dir` for a run: the
-/// analyses of the models in `models_file`, the boards' profiles, the
-/// history of the baseline files in `baselines_dir`, and where the book is.
+/// analyses of the models the run read (`results.models`), the profiles of
+/// its `boards`, the history of the baseline files in `baselines_dir`, and
+/// where the book is.
 pub fn gather(
     ws: &crate::Workspace,
     results: Results,
     comparison: Comparison,
-    models_file: &Path,
+    boards: &[Board],
     baselines_dir: &Path,
     dir: &Path,
 ) -> Inputs {
     let mut notes = Vec::new();
     let mut analyses = Vec::new();
-    let specs = models::load(models_file).map(|f| f.models).map_err(|e| notes.push(e.to_string())).unwrap_or_default();
     // Each model once, for the TFLM, kernels and board of its first image.
     let mut run_models: Vec<&Image> = Vec::new();
     for image in &results.images {
@@ -62,23 +71,23 @@ pub fn gather(
     for image in run_models {
         let (name, generation) = (image.model.as_str(), image.tflm_generation.as_str());
         // A set's models have their layouts where they run as models.
-        let Some(spec) = specs.iter().find(|s| s.name == name && s.set.is_none()) else { continue };
-        let tflm = Generation::named(generation).ok_or_else(|| format!("unknown TFLM generation `{generation}`"));
-        let kernels = match (Kernels::named(&image.kernels), Board::load(ws, &image.board)) {
-            (Some(kernels), Ok(board)) => Ok(KernelPath::of(kernels, board.tflm_arch.as_deref())),
-            (None, _) => Err(format!("unknown kernel set `{}`", image.kernels)),
-            (_, Err(e)) => Err(e.to_string()),
+        let Some(model) = results.models.iter().find(|m| m.spec.name == name && m.spec.set.is_none()) else {
+            continue;
         };
-        match tflm.and_then(|tflm| Ok((tflm, kernels?, spec.parse().map_err(|e| e.to_string())?))).and_then(
-            |(tflm, kernels, model)| {
-                Analysis::of(name, &model.parsed, tflm, kernels, spec.planner).map_err(|e| e.to_string())
-            },
-        ) {
+        let tflm = Generation::named(generation).ok_or_else(|| format!("unknown TFLM generation `{generation}`"));
+        let kernels = match (Kernels::named(&image.kernels), boards.iter().find(|b| b.name == image.board)) {
+            (Some(kernels), Some(board)) => Ok(KernelPath::of(kernels, board.tflm_arch.as_deref())),
+            (None, _) => Err(format!("unknown kernel set `{}`", image.kernels)),
+            (_, None) => Err(format!("no profile of board `{}`", image.board)),
+        };
+        match tflm.and_then(|tflm| Ok((tflm, kernels?))).and_then(|(tflm, kernels)| {
+            Analysis::of(name, &model.parsed, tflm, kernels, model.spec.planner).map_err(|e| e.to_string())
+        }) {
             Ok(a) => analyses.push(a),
             Err(e) => notes.push(format!("model `{name}` was not analysed: {e}")),
         }
     }
-    let boards = results.boards.iter().filter_map(|b| Board::load(ws, b).ok()).collect();
+    let boards = results.boards.iter().filter_map(|name| boards.iter().find(|b| &b.name == name).cloned()).collect();
     let mut trends = Vec::new();
     let mut unreadable = Vec::new();
     for image in &results.images {

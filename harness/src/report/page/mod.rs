@@ -633,11 +633,11 @@ pub fn write(
     ws: &crate::Workspace,
     results: Results,
     comparison: Comparison,
-    models_file: &Path,
+    boards: &[Board],
     baselines_dir: &Path,
     dir: &Path,
 ) -> std::io::Result<std::path::PathBuf> {
-    let html = render(&gather::gather(ws, results, comparison, models_file, baselines_dir, dir));
+    let html = render(&gather::gather(ws, results, comparison, boards, baselines_dir, dir));
     let path = dir.join("report.html");
     crate::fsutil::write_atomic(&path, html.as_bytes())?;
     Ok(path)
