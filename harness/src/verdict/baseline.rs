@@ -157,9 +157,10 @@ pub fn parse(file: &Path, text: &str, board: &str, model: &str) -> Result<Baseli
     }
     let (text, inserted) = migrated(text);
     let mut baseline: BaselineFile = strict_toml::parse(file, &text).map_err(|mut err| {
-        // The line in the file as it is, not in its migrated text.
+        // The line in the file as it is, not in its migrated text (an
+        // inserted line holds no error).
         if let (Some(line), Some((header, count))) = (err.line, inserted) {
-            err.line = (line <= header).then_some(line).or((line > header + count).then(|| line - count));
+            err.line = Some(if line <= header { line } else { line - count });
         }
         err
     })?;
@@ -451,7 +452,13 @@ mod tests {
             let err = parse(Path::new("old.toml"), &old, "qemu-m7", "hello_world").unwrap_err().to_string();
             let line = old.lines().position(|l| l == "colour = 1").unwrap() + 1;
             assert!(err.contains("unknown field `colour`"), "{name}: {err}");
-            assert!(!err.contains("(line") || err.ends_with(&format!("(line {line})")), "{name}: {err}");
+            assert!(err.ends_with(&format!("(line {line})")), "{name}: {err}");
+            // At the `[meta]` header, which the parser names for a key the
+            // table lacks.
+            let old: String = text.lines().filter(|l| !l.starts_with("model = ")).map(|l| format!("{l}\n")).collect();
+            let err = parse(Path::new("old.toml"), &old, "qemu-m7", "hello_world").unwrap_err().to_string();
+            let line = old.lines().position(|l| l == "[meta]").unwrap() + 1;
+            assert!(err.contains("missing field `model`") && err.ends_with(&format!("(line {line})")), "{name}: {err}");
         }
     }
 }
