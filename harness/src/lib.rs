@@ -20,7 +20,7 @@
 //! 8. [`report`]: tables, JSON, Markdown, JUnit and the HTML page.
 //!
 //! Beside them, [`workspace`], [`strict_toml`], [`fsutil`], [`fuzz`],
-//! [`children`], [`gitrepo`] and [`exit`] are helpers any folder may use
+//! [`children`], [`gitrepo`], [`exit`] and [`timings`] are helpers any folder may use
 //! (and that use none of them); [`doctor`]
 //! (the machine's tools), [`bench`] (what hilmem costs) and [`sweep`]
 //! (TFLM's history, a tree a month) use the folders.
@@ -41,6 +41,7 @@ pub mod run;
 pub mod strict_toml;
 pub mod sweep;
 pub mod tflm;
+pub mod timings;
 pub mod verdict;
 pub mod workspace;
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use harness::config::board;
 use harness::config::runtime::Choice;
-use harness::{doctor, Workspace};
+use harness::{doctor, timings, Workspace};
 
 use harness::exit;
 
@@ -35,6 +35,11 @@ pub struct Args {
     /// `cmsis-nn` the host board, which has no Cortex-M core, is left out.
     #[arg(long, value_parser = ["reference", "cmsis-nn"])]
     kernels: Option<String>,
+    /// Name the 30 slowest tests and TFLM library configurations compiled,
+    /// not 5 (every run ends with where its time went, and writes it as
+    /// JSON under target/timings/).
+    #[arg(long)]
+    timings: bool,
 }
 
 /// CI's short stress pass: each test that drives a target this many times,
@@ -126,22 +131,35 @@ pub fn run(args: Args) -> Result<i32> {
         ("emulated boards against the baselines", xtask.as_os_str(), hil),
         ("real boards, build only, against the baselines", xtask.as_os_str(), build_only),
     ];
+    // Each step's processes note what they did in a log of the step's own.
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let logs = ws.root().join("target/timings").join(format!("ci-{stamp}"));
+    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     let mut failed = Vec::new();
-    let mut summary = Vec::new();
-    for (name, program, args) in steps {
+    let mut summary = timings::Summary { steps: Vec::new() };
+    for (n, (name, program, args)) in steps.into_iter().enumerate() {
         eprintln!("== ci: {name}");
         let started = Instant::now();
+        let log = logs.join(format!("{n}.jsonl"));
         let mut command = Command::new(program);
-        command.current_dir(ws.root()).args(&args);
+        command.current_dir(ws.root()).args(&args).env(timings::LOG, &log);
         let status = command.status().with_context(|| format!("cannot run the {name} step"))?;
         if !status.success() {
             eprintln!("== ci: {name} FAILED");
             failed.push(status.code());
         }
-        let outcome = if status.success() { "passed".to_owned() } else { format!("FAILED ({status})") };
-        summary.push(format!("{:>6.0} s  {outcome:<8}  {name}", started.elapsed().as_secs_f64()));
+        let (seconds, passed, events) = (started.elapsed().as_secs_f64(), status.success(), timings::read(&log));
+        summary.steps.push(timings::Step { name: name.to_owned(), seconds, passed, events });
     }
-    eprintln!("== ci: each step's wall time and outcome\n{}", summary.join("\n"));
+    let json = logs.with_extension("json");
+    let written = serde_json::to_string_pretty(&summary).expect("timings serialize");
+    std::fs::write(&json, written).with_context(|| format!("cannot write {}", json.display()))?;
+    let slowest = if args.timings { 30 } else { 5 };
+    eprintln!("== ci: where the time went (wall time per step; counts and summed times of what the steps did)");
+    for line in summary.lines(slowest) {
+        eprintln!("{line}");
+    }
+    eprintln!("== ci: the timings as JSON: {}", ws.shown(&json));
     if args.test_tflm.is_none() {
         eprintln!(
             "== ci: no --test-tflm: what needs a TFLM checkout was not checked (the tests and the book's blocks the \

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use harness::config::board;
-use harness::{doctor, Workspace};
+use harness::{doctor, timings, Workspace};
 
 use harness::exit;
 
@@ -83,12 +83,14 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(count) = args.stress {
         let threads = args.threads.unwrap_or_else(|| 3 * std::thread::available_parallelism().map_or(2, |n| n.get()));
         eprintln!("== tests: the tests that drive a target, {count} times each on {threads} test threads");
+        let started = std::time::SystemTime::now();
         let status = nextest("stress")
             .args(["--workspace", "--no-tests=fail", "--stress-count", &count.to_string()])
             .args(["--test-threads", &threads.to_string()])
             .args(&args.nextest)
             .status()
             .context("cannot run cargo nextest for the stress run")?;
+        note_tests(&ws.root().join("target"), "stress", started);
         return Ok(if status.success() { exit::OK } else { exit::REGRESSION });
     }
 
@@ -100,10 +102,11 @@ pub fn run(args: Args) -> Result<i32> {
         (false, true) => "default",
         (false, false) => WITHOUT_TFLM,
     };
-    let suites: [(&str, Vec<&str>); 2] = [
-        ("host workspace", vec!["--workspace"]),
+    let suites: [(&str, &str, Vec<&str>); 2] = [
+        ("host workspace", "target", vec!["--workspace"]),
         (
             "firmware crates on the host",
+            "firmware/target",
             vec![
                 "--manifest-path",
                 "firmware/Cargo.toml",
@@ -117,8 +120,9 @@ pub fn run(args: Args) -> Result<i32> {
         ),
     ];
     let mut code = exit::OK;
-    for (name, selection) in suites {
+    for (name, target_dir, selection) in suites {
         eprintln!("== tests: {name}");
+        let started = std::time::SystemTime::now();
         let status = nextest(profile)
             // A name filter may select nothing in one of the suites; the full
             // run must find tests in both (a suite that compiles to none is
@@ -128,6 +132,7 @@ pub fn run(args: Args) -> Result<i32> {
             .args(&args.nextest)
             .status()
             .with_context(|| format!("cannot run cargo nextest for the {name}"))?;
+        note_tests(&ws.root().join(target_dir), profile, started);
         if !status.success() {
             code = exit::REGRESSION;
         }
@@ -141,6 +146,22 @@ pub fn run(args: Args) -> Result<i32> {
 
 /// The nextest configuration, with the profiles named here.
 const NEXTEST_CONFIG: &str = ".config/nextest.toml";
+
+/// Notes in the timings log, when one is named, each test of the JUnit
+/// report nextest wrote under `target_dir` for `profile` (every profile
+/// writes one), if it wrote it since `started` (a run that stopped before
+/// its report leaves an older one).
+fn note_tests(target_dir: &Path, profile: &str, started: std::time::SystemTime) {
+    if std::env::var_os(timings::LOG).is_none() {
+        return;
+    }
+    let junit = target_dir.join("nextest").join(profile).join("junit.xml");
+    if std::fs::metadata(&junit).and_then(|m| m.modified()).is_ok_and(|written| written >= started) {
+        for test in timings::tests_in_junit(&std::fs::read_to_string(&junit).unwrap_or_default()) {
+            timings::note(&test.kind, &test.name, test.seconds);
+        }
+    }
+}
 /// The profile that leaves out the tests that need a current TFLM.
 const WITHOUT_TFLM: &str = "without-tflm";
 

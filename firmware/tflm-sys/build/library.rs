@@ -96,7 +96,7 @@ pub(crate) fn compile_tflm(
     kernels: &[PathBuf],
     objects_dir: &Path,
     reference: Option<&Reference>,
-) -> Result<Vec<PathBuf>, Failure> {
+) -> Result<(Vec<PathBuf>, usize), Failure> {
     // Builds that share the cache (the standard and the recording image of
     // a run are built side by side) compile its missing objects one at a
     // time: the second finds them made.
@@ -109,6 +109,7 @@ pub(crate) fn compile_tflm(
         missing.entry(compiled_as(tree, source)).or_default().push((source.clone(), object.clone()));
     }
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
+    let mut compiled = 0;
     for (how, jobs) in missing {
         let build = library_build(tree, includes, how)?;
         let jobs = match reference {
@@ -117,9 +118,10 @@ pub(crate) fn compile_tflm(
         };
         if !jobs.is_empty() {
             compile_to(tree, "its library", build, &jobs, &scratch)?;
+            compiled += jobs.len();
         }
     }
-    Ok(objects)
+    Ok((objects, compiled))
 }
 
 /// A source and the object it is compiled to.

@@ -34,8 +34,11 @@ mod library;
 mod shim;
 
 use std::env;
+use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use tflm_tree::{needed_kernels, tflm_tree, Kernels, Tree};
 
@@ -101,7 +104,19 @@ pub(crate) fn build() -> Result<(), Failure> {
         Kernels::CmsisNn => Reference::of(&tree, arch.as_deref(), &cache)?,
         Kernels::Reference => None,
     };
-    let objects = compile_tflm(&tree, &includes, &kernels, &objects_dir, reference.as_ref())?;
+    let started = Instant::now();
+    let (objects, compiled) = compile_tflm(&tree, &includes, &kernels, &objects_dir, reference.as_ref())?;
+    if compiled > 0 {
+        let configuration = objects_dir.file_name().unwrap_or_default().to_string_lossy();
+        let name = format!(
+            "{configuration} ({} objects; {}, {}, {})",
+            compiled,
+            tree.root.display(),
+            tree.kernels_set.name(),
+            arch.as_deref().unwrap_or("host")
+        );
+        note_timing("tflm-library", &name, started.elapsed().as_secs_f64());
+    }
     archive(&tree, &includes, &out_dir.join("libtflm.a"), &objects)?;
     let recording = env::var_os("CARGO_FEATURE_RECORDING").is_some();
     if recording && !tree.generation.todays_allocator() {
@@ -122,6 +137,28 @@ pub(crate) fn build() -> Result<(), Failure> {
         println!("cargo:rustc-link-lib=stdc++");
     }
     Ok(())
+}
+
+/// Appends an event to the timings log the harness names
+/// (`HILMEM_TIMINGS_LOG`, in its `timings` module's shape: one JSON line),
+/// if it names one. Not a reason to build again: cargo is not told of it.
+fn note_timing(kind: &str, name: &str, seconds: f64) {
+    let Some(log) = env::var_os("HILMEM_TIMINGS_LOG") else { return };
+    let quoted = |text: &str| {
+        let escaped: String = text
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' => format!("\\{c}"),
+                c if c.is_control() => format!("\\u{:04x}", c as u32),
+                c => c.to_string(),
+            })
+            .collect();
+        format!("\"{escaped}\"")
+    };
+    let line = format!("{{\"kind\":{},\"name\":{},\"seconds\":{seconds}}}\n", quoted(kind), quoted(name));
+    if let Ok(mut file) = fs::OpenOptions::new().create(true).append(true).open(log) {
+        let _ = file.write_all(line.as_bytes());
+    }
 }
 
 /// A tool of `build`'s, or the error that names the tree it was for.

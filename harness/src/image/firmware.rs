@@ -20,7 +20,7 @@ use crate::model::analysis::Sharing;
 use crate::model::planner::Planner;
 use crate::model::tail::cmsis_nn::KernelPath;
 use crate::tflm::tree::{Generation, Kernels};
-use crate::Workspace;
+use crate::{timings, Workspace};
 use hilmem_protocol::ota::Header;
 use sha2::{Digest, Sha256};
 
@@ -401,7 +401,9 @@ pub fn build(
         let board = board.name.clone();
         move |source| BuildError::Io { board, what, source }
     };
+    let started = std::time::Instant::now();
     let (cargo_dir, model_bytes, _lock) = cargo_firmware(ws, board, model, runtime, variant, "build", &[], progress)?;
+    timings::note_since(timings::IMAGE, &format!("{}/{name}{}", board.name, variant.suffix()), started);
 
     let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");
     let map = cargo_dir.join(LINK_MAP);

@@ -29,7 +29,7 @@ use crate::run::measurement::{runs_for, Measurement, BUILD, DEFAULT_FRAMES};
 use crate::run::record::{context, record, tflm_breakdowns, RunError};
 use crate::run::results::{Failed, Image, Results, RESULTS_FORMAT};
 use crate::tflm::tree::Kernels;
-use crate::{gitrepo, Workspace};
+use crate::{gitrepo, timings, Workspace};
 use hilmem_protocol::metric;
 use hilmem_protocol::scenario::{MULTI_MODEL, SCENARIOS, SELF_TESTS, SINGLE_FRAME};
 
@@ -629,8 +629,12 @@ pub fn execute(
     if found != expected {
         return Err(RunError::WrongImage { context, elf: firmware.elf.clone(), found, expected });
     }
+    let started = std::time::Instant::now();
     let mut target = runner::start(board, &firmware.elf, options, measurement::icount_shift(board, scenario))
         .map_err(|e| RunError::Runner(e, context.clone()))?;
-    runner::drive(target.as_mut(), scenario, frames, timeout, options, still_running)
-        .map_err(|e| RunError::Runner(e, context))
+    let run = runner::drive(target.as_mut(), scenario, frames, timeout, options, still_running);
+    if matches!(board.runner, Runner::Qemu { .. }) {
+        timings::note_since(timings::QEMU, &format!("{}/{} {scenario}", board.name, model.name), started);
+    }
+    run.map_err(|e| RunError::Runner(e, context))
 }

@@ -13,7 +13,7 @@ use crate::support::ws;
 /// The folders of `harness/src`, lowest first.
 const LAYERS: [&str; 8] = ["tflm", "model", "config", "image", "device", "run", "verdict", "report"];
 /// Files at the root that any folder may use and that use no folder.
-const HELPERS: [&str; 7] = ["workspace", "strict_toml", "fsutil", "fuzz", "children", "gitrepo", "exit"];
+const HELPERS: [&str; 8] = ["workspace", "strict_toml", "fsutil", "fuzz", "children", "gitrepo", "exit", "timings"];
 /// Files at the root that use the folders and that no folder uses.
 const TOOLS: [&str; 3] = ["doctor", "bench", "sweep"];
 
