@@ -98,7 +98,15 @@ pub(crate) fn build() -> Result<(), Failure> {
 
     let kernels = needed_kernels(&tree, &registrations)?;
     let out_dir = PathBuf::from(var("OUT_DIR", "cargo sets it")?);
-    let cache = env::var_os("HILMEM_TFLM_CACHE").map_or_else(|| out_dir.clone(), PathBuf::from);
+    // A build script runs in its package's folder: a relative (or empty)
+    // cache would fill the source tree with objects.
+    let cache = match env::var_os("HILMEM_TFLM_CACHE").map(PathBuf::from) {
+        None => out_dir.clone(),
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) => {
+            return Err(format!("HILMEM_TFLM_CACHE is `{}`: it must name a folder by its absolute path", dir.display()))
+        }
+    };
     let objects_dir = library_dir(&cache, &tree, &includes)?;
     let reference = match tree.kernels_set {
         Kernels::CmsisNn => Reference::of(&tree, arch.as_deref(), &cache)?,

@@ -328,7 +328,7 @@ mod tests {
         ("2-fd71728", include_str!("baseline_formats/2-fd71728.toml"), &["tflm_generation", "kernels"]),
         ("3-9d0707d", include_str!("baseline_formats/3-9d0707d.toml"), &["kernels"]),
         ("4-5cddd0e", include_str!("baseline_formats/4-5cddd0e.toml"), &["kernels"]),
-        ("5-e08e7fd", include_str!("baseline_formats/5-e08e7fd.toml"), &[]),
+        ("5-605ec09", include_str!("baseline_formats/5-605ec09.toml"), &[]),
     ];
 
     #[test]
