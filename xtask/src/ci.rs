@@ -14,6 +14,8 @@ use harness::config::board;
 use harness::config::runtime::Choice;
 use harness::{doctor, timings, Workspace};
 
+use crate::test::FIRMWARE_HOST_CRATES;
+
 use harness::exit;
 
 #[derive(clap::Args)]
@@ -100,23 +102,8 @@ pub fn run(args: Args) -> Result<i32> {
             "lints (firmware crates on the host)",
             &cargo,
             strings(
-                &[
-                    &["clippy"][..],
-                    &firmware,
-                    &[
-                        "--package",
-                        "tflm-tree",
-                        "--package",
-                        "arena",
-                        "--package",
-                        "hilmem-protocol",
-                        "--all-targets",
-                        "--",
-                        "-D",
-                        "warnings",
-                    ],
-                ]
-                .concat(),
+                &[&["clippy"][..], &firmware, &FIRMWARE_HOST_CRATES, &["--all-targets", "--", "-D", "warnings"]]
+                    .concat(),
             ),
         ),
         ("workflow files (actionlint)", actionlint.as_os_str(), vec![]),

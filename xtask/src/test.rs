@@ -107,16 +107,7 @@ pub fn run(args: Args) -> Result<i32> {
         (
             "firmware crates on the host",
             "firmware/target",
-            vec![
-                "--manifest-path",
-                "firmware/Cargo.toml",
-                "--package",
-                "tflm-tree",
-                "--package",
-                "arena",
-                "--package",
-                "hilmem-protocol",
-            ],
+            [&["--manifest-path", "firmware/Cargo.toml"][..], &FIRMWARE_HOST_CRATES].concat(),
         ),
     ];
     let mut code = exit::OK;
@@ -146,6 +137,11 @@ pub fn run(args: Args) -> Result<i32> {
 
 /// The nextest configuration, with the profiles named here.
 const NEXTEST_CONFIG: &str = ".config/nextest.toml";
+
+/// The firmware workspace's crates that build and test on the host, as
+/// cargo's package selection (the rest cross-compile only).
+pub const FIRMWARE_HOST_CRATES: [&str; 6] =
+    ["--package", "tflm-tree", "--package", "arena", "--package", "hilmem-protocol"];
 
 /// Notes in the timings log, when one is named, each test of the JUnit
 /// report nextest wrote under `target_dir` for `profile` (every profile
