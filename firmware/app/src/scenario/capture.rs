@@ -59,7 +59,7 @@ struct Block {
     len: usize,
 }
 
-// SAFETY: a `Block` is an address; its memory is reached through `byte`
+// SAFETY: a `Block` is an address; its memory is reached through `bytes`
 // only, whichever context holds the copy.
 unsafe impl Send for Block {}
 
