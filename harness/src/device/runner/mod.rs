@@ -212,6 +212,7 @@ pub fn drive(
     still_running: &dyn Fn(Duration),
 ) -> Result<Run, RunnerError> {
     let started = Instant::now();
+    let mut limit = Limit::new(timeout, target.process());
     let mut told = Duration::ZERO;
     let _driven = children::Driven::start();
     let mut session = Session::new(options.copies);
@@ -222,7 +223,7 @@ pub fn drive(
             target.stop();
             return Err(RunnerError::Cancelled);
         }
-        let Some(left) = timeout.checked_sub(started.elapsed()) else {
+        let Some(left) = limit.left() else {
             target.stop();
             break Ending::TimedOut(timeout);
         };
@@ -275,6 +276,53 @@ pub fn drive(
         ));
     }
     Ok(Run { session, ending, diagnostics, process: target.process() })
+}
+
+/// What is left of a run's time limit. The limit is of the target's own
+/// time: what its process ran, or waited for anything but a processor (a
+/// hung firmware's idle emulator counts). The time it was ready to run and
+/// waited for a processor, on a machine busier than it has cores, does not
+/// count: Linux's scheduler statistics say how long (the most any of the
+/// process's threads waited), read only once the wall clock alone has
+/// reached the limit, and at most every [`POLL`] after. A target without a
+/// process (a real board), or a system without those statistics, has the
+/// limit in wall time.
+struct Limit {
+    started: Instant,
+    limit: Duration,
+    process: Option<u32>,
+    /// The most the process's threads had waited for a processor, as last
+    /// read, and when.
+    waited: Duration,
+    read: Option<Instant>,
+}
+
+impl Limit {
+    fn new(limit: Duration, process: Option<u32>) -> Limit {
+        Limit { started: Instant::now(), limit, process, waited: Duration::ZERO, read: None }
+    }
+
+    /// None once the limit is reached.
+    fn left(&mut self) -> Option<Duration> {
+        let spent = |waited| self.started.elapsed().saturating_sub(waited);
+        if spent(self.waited) >= self.limit && self.read.is_none_or(|at| at.elapsed() >= POLL) {
+            self.waited = self.process.map_or(Duration::ZERO, waited_for_a_processor);
+            self.read = Some(Instant::now());
+        }
+        self.limit.checked_sub(spent(self.waited))
+    }
+}
+
+/// The longest time any thread of process `pid` has waited, ready to run,
+/// for a processor (the second figure of `/proc/PID/task/TID/schedstat`);
+/// zero where that cannot be read.
+fn waited_for_a_processor(pid: u32) -> Duration {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Duration::ZERO };
+    threads
+        .filter_map(|thread| std::fs::read_to_string(thread.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .max()
+        .map_or(Duration::ZERO, Duration::from_nanos)
 }
 
 /// Reads what a target that has ended still has in flight, to the end of
@@ -464,6 +512,96 @@ mod tests {
             "{}",
             run.diagnostics
         );
+    }
+
+    /// Busy loops, all on one processor (the first this test may use),
+    /// stopped when dropped.
+    struct Busy(Vec<std::process::Child>);
+
+    impl Busy {
+        fn on_one_processor(loops: usize) -> Busy {
+            // SAFETY: `set` is a plain bit set the call fills for this thread.
+            let first = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                assert_eq!(libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set), 0);
+                (0..libc::CPU_SETSIZE as usize).find(|&cpu| libc::CPU_ISSET(cpu, &set)).unwrap()
+            };
+            let spawn = || {
+                Command::new("taskset")
+                    .args(["-c", &first.to_string(), "sh", "-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            };
+            Busy((0..loops).map(|_| spawn()).collect())
+        }
+    }
+
+    impl Drop for Busy {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    /// Three busy loops on one processor each wait for it about two thirds
+    /// of the time; a sleeping process waits for none.
+    #[test]
+    fn the_time_a_process_waited_for_a_processor_is_read() {
+        let busy = Busy::on_one_processor(3);
+        let mut sleeping = Command::new("sleep").arg("5").spawn().unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+        let waited = waited_for_a_processor(busy.0[0].id());
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited_for_a_processor(sleeping.id()) < Duration::from_millis(100));
+        assert_eq!(waited_for_a_processor(u32::MAX), Duration::ZERO, "no such process");
+        let _ = sleeping.kill();
+        let _ = sleeping.wait();
+    }
+
+    /// A target that says nothing and never ends, with its process, if any.
+    pub(super) struct Silent(pub(super) Option<u32>);
+
+    impl Target for Silent {
+        fn next(&mut self, wait: Duration) -> Result<Next, RunnerError> {
+            std::thread::sleep(wait);
+            Ok(Next::Idle)
+        }
+        fn send(&mut self, _: &[u8]) -> Result<(), RunnerError> {
+            Ok(())
+        }
+        fn ended(&mut self) -> Result<Option<Ending>, RunnerError> {
+            Ok(None)
+        }
+        fn stop(&mut self) {}
+        fn diagnostics(&mut self, _: Duration) -> String {
+            String::new()
+        }
+        fn process(&self) -> Option<u32> {
+            self.0
+        }
+    }
+
+    /// A target whose process waits for a processor most of the time (on a
+    /// machine busier than it has cores) has its time limit of its own time:
+    /// a limit of 1 s lasts past 2 s of wall time (its process ran at most
+    /// a third of it), and the silent target is still stopped at it.
+    #[test]
+    fn the_time_limit_leaves_out_the_time_the_target_waited_for_a_processor() {
+        let busy = Busy::on_one_processor(3);
+        let started = Instant::now();
+        let run = drive(
+            &mut Silent(Some(busy.0[0].id())),
+            "single-frame",
+            0,
+            Duration::from_secs(1),
+            &RunOptions::default(),
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(run.ending, Ending::TimedOut(Duration::from_secs(1)));
+        assert!(started.elapsed() >= Duration::from_secs(2), "{:?}", started.elapsed());
     }
 
     /// Whether process `pid` exists and is not a zombie.

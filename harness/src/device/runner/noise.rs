@@ -95,39 +95,19 @@ impl Target for Noisy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::runner::tests::Silent;
 
     /// A link at 1% damages about 1% of the bytes, each dropped, flipped or
     /// doubled, and none at 0.
     #[test]
     fn the_rate_is_what_it_says() {
         let bytes = vec![b'a'; 100_000];
-        let mut quiet = Noisy::new(Box::new(Silent), Noise { per_million: 0, seed: 1 });
+        let mut quiet = Noisy::new(Box::new(Silent(None)), Noise { per_million: 0, seed: 1 });
         assert_eq!((quiet.damage(&bytes), quiet.damaged), (bytes.clone(), 0));
-        let mut noisy = Noisy::new(Box::new(Silent), Noise { per_million: 10_000, seed: 1 });
+        let mut noisy = Noisy::new(Box::new(Silent(None)), Noise { per_million: 10_000, seed: 1 });
         let out = noisy.damage(&bytes);
         assert!((800..1200).contains(&noisy.damaged), "{} of 100000 bytes damaged", noisy.damaged);
         let flipped = out.iter().filter(|&&b| b != b'a').count();
         assert!(flipped > 0 && out.len() != bytes.len(), "flips {flipped}, length {}", out.len());
-    }
-
-    struct Silent;
-
-    impl Target for Silent {
-        fn next(&mut self, _: Duration) -> Result<Next, RunnerError> {
-            Ok(Next::Closed)
-        }
-        fn send(&mut self, _: &[u8]) -> Result<(), RunnerError> {
-            Ok(())
-        }
-        fn ended(&mut self) -> Result<Option<Ending>, RunnerError> {
-            Ok(None)
-        }
-        fn stop(&mut self) {}
-        fn diagnostics(&mut self, _: Duration) -> String {
-            String::new()
-        }
-        fn process(&self) -> Option<u32> {
-            None
-        }
     }
 }
