@@ -7,7 +7,7 @@
 //! per toolchain (in a cache shared by all boards).
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -15,7 +15,7 @@ use crate::children;
 use crate::config::board::{Board, Layout, Runner};
 use crate::config::models::{Model, ModelSpec, ModelsError};
 use crate::config::runtime::{Runtime, TFLM_DIR_VAR};
-use crate::fsutil::{copy_atomic, write_if_changed};
+use crate::fsutil::{copy_atomic, write_atomic, write_if_changed};
 use crate::model::analysis::Sharing;
 use crate::model::planner::Planner;
 use crate::model::tail::cmsis_nn::KernelPath;
@@ -401,25 +401,41 @@ pub fn build(
         let board = board.name.clone();
         move |source| BuildError::Io { board, what, source }
     };
-    let started = std::time::Instant::now();
-    let (cargo_dir, model_bytes, _lock) = cargo_firmware(ws, board, model, runtime, variant, "build", &[], progress)?;
-    timings::note_since(timings::IMAGE, &format!("{}/{name}{}", board.name, variant.suffix()), started);
-
-    let linked = cargo_dir.join(&board.target).join("release/hilmem-firmware");
-    let map = cargo_dir.join(LINK_MAP);
+    let built = configured(ws, board, model, runtime, variant)?;
     // The image under its model's name (what `--no-build` and `--dry-run`
     // take: the last one built), and under its content, which is what this
     // run deploys and reads: a later build of the same model from another
-    // specification cannot replace it under the run. The map first: an image
-    // is never newer than the map that describes it.
+    // specification cannot replace it under the run.
     let latest = elf_path(ws, board, &model.spec, runtime, variant);
-    let digest = Sha256::digest(fs::read(&linked).map_err(io("cannot read the linked image"))?);
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    let elf = latest.with_file_name(format!("{}-{hex}.elf", latest.file_stem().unwrap().to_string_lossy()));
-    for image in [&elf, &latest] {
-        copy_atomic(&map, &map_path(image)).map_err(io("cannot store the linker map"))?;
-        copy_atomic(&linked, image).map_err(io("cannot store the firmware image"))?;
-    }
+    let inputs = built.inputs().map_err(io("cannot read the firmware's sources"))?;
+    let made = ws.firmware_dir(&board.name).join("made").join(&inputs);
+    // An image made from the same inputs before is that image: cargo is not
+    // run (it would relink the model's crate and redo the link-time
+    // optimisation of the whole image: seconds, for the same bytes).
+    let earlier = fs::read_to_string(&made).ok().map(|name| latest.with_file_name(name.trim()));
+    let elf = match earlier.filter(|elf| elf.is_file() && map_path(elf).is_file()) {
+        Some(elf) => elf,
+        None => {
+            let started = std::time::Instant::now();
+            built.cargo("build", &[], progress)?;
+            timings::note_since(timings::IMAGE, &format!("{}/{name}{}", board.name, variant.suffix()), started);
+            let linked = built.cargo_dir.join(&board.target).join("release/hilmem-firmware");
+            let digest = Sha256::digest(fs::read(&linked).map_err(io("cannot read the linked image"))?);
+            let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            let elf = latest.with_file_name(format!("{}-{hex}.elf", latest.file_stem().unwrap().to_string_lossy()));
+            // The map first: an image is never newer than the map that
+            // describes it; the note of what it was made from last.
+            copy_atomic(&built.cargo_dir.join(LINK_MAP), &map_path(&elf)).map_err(io("cannot store the linker map"))?;
+            copy_atomic(&linked, &elf).map_err(io("cannot store the firmware image"))?;
+            let file_name = elf.file_name().unwrap_or_default().to_string_lossy();
+            fs::create_dir_all(made.parent().unwrap()).map_err(io("cannot create the build directory"))?;
+            write_atomic(&made, file_name.as_bytes()).map_err(io("cannot note what the image was made from"))?;
+            elf
+        }
+    };
+    copy_atomic(&map_path(&elf), &map_path(&latest)).map_err(io("cannot store the linker map"))?;
+    copy_atomic(&elf, &latest).map_err(io("cannot store the firmware image"))?;
+    let model_bytes = built.model_bytes;
     Ok(Firmware {
         elf,
         board: board.name.clone(),
@@ -436,25 +452,35 @@ pub fn build(
 /// an `unsafe` without its SAFETY comment among them) as errors.
 pub fn lint(ws: &Workspace, board: &Board, model: &Model, runtime: &Runtime) -> Result<(), BuildError> {
     let args = ["--package", "tflm-sys", "--package", "arena", "--package", "hilmem-protocol", "--", "-D", "warnings"];
-    cargo_firmware(ws, board, model, runtime, Variant::Standard, "clippy", &args, &mut |_| {}).map(|_| ())
+    configured(ws, board, model, runtime, Variant::Standard)?.cargo("clippy", &args, &mut |_| {})
 }
 
-/// Runs cargo's `subcommand` (with `args` after the firmware's own) on the
-/// firmware for `board` and `model`, in the board's target directory for
-/// the runtime and variant, with the model's configuration written; returns
-/// that directory, the model's size and the directory's lock, held until
-/// the caller has taken what the command left there.
-#[allow(clippy::too_many_arguments)]
-fn cargo_firmware(
-    ws: &Workspace,
-    board: &Board,
-    model: &Model,
-    runtime: &Runtime,
+/// The firmware for one board, model, runtime and variant, its
+/// configuration written and its target directory held.
+struct Configured<'a> {
+    ws: &'a Workspace,
+    board: &'a Board,
+    model: &'a Model,
+    runtime: &'a Runtime,
     variant: Variant,
-    subcommand: &str,
-    args: &[&str],
-    progress: &mut dyn FnMut(&str),
-) -> Result<(PathBuf, u64, File), BuildError> {
+    /// The cargo target directory for the board, runtime and variant.
+    cargo_dir: PathBuf,
+    /// The model's build configuration.
+    config_dir: PathBuf,
+    model_bytes: u64,
+    /// Held until the caller has taken what cargo leaves in `cargo_dir`.
+    _lock: File,
+}
+
+/// Takes the board's target directory for the runtime and variant and
+/// writes the model's configuration.
+fn configured<'a>(
+    ws: &'a Workspace,
+    board: &'a Board,
+    model: &'a Model,
+    runtime: &'a Runtime,
+    variant: Variant,
+) -> Result<Configured<'a>, BuildError> {
     let name = &model.spec.name;
     let board_dir = ws.firmware_dir(&board.name);
     let io = |what: &str| {
@@ -486,45 +512,122 @@ fn cargo_firmware(
     let config_dir = board_dir.join("config").join(for_runtime(name, runtime, kernels) + own);
     fs::create_dir_all(&config_dir).map_err(io("cannot create the build directory"))?;
     let model_bytes = write_config(&config_dir, board, model, runtime)?;
+    Ok(Configured { ws, board, model, runtime, variant, cargo_dir, config_dir, model_bytes, _lock: lock })
+}
 
-    // `cargo build` skips the TFLM source archive (a dependency for no
-    // target); `cargo fetch` unpacks it, once per process.
-    let manifest = ws.firmware_manifest();
-    let cargo_failed = |log| BuildError::Cargo { board: board.name.clone(), model: name.clone(), log };
-    {
-        let mut fetched = FETCHED.lock().unwrap_or_else(|e| e.into_inner());
-        if !*fetched {
-            let mut fetch = cargo();
-            fetch.args(["fetch", "--manifest-path"]).arg(&manifest);
-            run_cargo(fetch, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
-            *fetched = true;
+impl Configured<'_> {
+    /// Runs cargo's `subcommand` (with `args` after the firmware's own) on
+    /// the firmware, reporting cargo's output lines through `progress`.
+    fn cargo(&self, subcommand: &str, args: &[&str], progress: &mut dyn FnMut(&str)) -> Result<(), BuildError> {
+        let Configured { ws, board, model, runtime, .. } = *self;
+        let io = |what: &str| {
+            let what = what.to_owned();
+            let board = board.name.clone();
+            move |source| BuildError::Io { board, what, source }
+        };
+        // `cargo build` skips the TFLM source archive (a dependency for no
+        // target); `cargo fetch` unpacks it, once per process.
+        let manifest = ws.firmware_manifest();
+        let cargo_failed = |log| BuildError::Cargo { board: board.name.clone(), model: model.spec.name.clone(), log };
+        {
+            let mut fetched = FETCHED.lock().unwrap_or_else(|e| e.into_inner());
+            if !*fetched {
+                let mut fetch = cargo();
+                fetch.args(["fetch", "--manifest-path"]).arg(&manifest);
+                run_cargo(fetch, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
+                *fetched = true;
+            }
+        }
+        let mut command = cargo();
+        command
+            .args([subcommand, "--release", "--package", "hilmem-firmware", "--target", &board.target])
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&self.cargo_dir)
+            .args(self.variant.cargo_args(board))
+            .env("HILMEM_BUILD_CONFIG", &self.config_dir)
+            .env("HILMEM_TFLM_CACHE", ws.tflm_cache())
+            .env("HILMEM_LINK_MAP", self.cargo_dir.join(LINK_MAP))
+            .env("HILMEM_TFLM_KERNELS", model.spec.kernels.name())
+            .env_remove("HILMEM_TFLM_ARCH")
+            .env_remove(TFLM_DIR_VAR)
+            .env("CARGO_ENCODED_RUSTFLAGS", rustflags(ws));
+        if let Some(dir) = runtime.dir() {
+            command.env(TFLM_DIR_VAR, dir);
+        }
+        if let Some(arch) = &board.tflm_arch {
+            command.env("HILMEM_TFLM_ARCH", arch);
+        }
+        command.args(args);
+        run_cargo(command, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)
+    }
+
+    /// What `cargo build` makes the image from, as a digest (hex): every
+    /// file of the firmware's workspace but its target directories, every
+    /// file of the model's configuration, the Rust compiler, the target,
+    /// features and flags, the kernels and core, the TFLM (its identity and
+    /// where it is), and the environment cargo and the cc crate read.
+    /// What cargo would not rebuild for (an edit inside a TFLM checkout, a
+    /// new C compiler at the same path) this does not see either.
+    fn inputs(&self) -> io::Result<String> {
+        let Configured { ws, board, runtime, variant, .. } = *self;
+        let mut hasher = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        for (root, files) in [(ws.root().join("firmware"), true), (self.config_dir.clone(), false)] {
+            for file in files_under(&root, files)? {
+                field(file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().as_bytes());
+                field(&fs::read(&file)?);
+            }
+        }
+        field(rustc_version(ws).as_bytes());
+        field(board.target.as_bytes());
+        field(variant.cargo_args(board).join(" ").as_bytes());
+        field(rustflags(ws).as_bytes());
+        field(self.model.spec.kernels.name().as_bytes());
+        field(board.tflm_arch.as_deref().unwrap_or_default().as_bytes());
+        field(runtime.identity.as_bytes());
+        field(runtime.dir().map(|d| d.display().to_string()).unwrap_or_default().as_bytes());
+        let mut read: Vec<(String, String)> = std::env::vars().filter(|(name, _)| read_by_the_build(name)).collect();
+        read.sort();
+        for (name, value) in read {
+            field(format!("{name}={value}").as_bytes());
+        }
+        Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+/// Whether cargo, rustc or the cc crate read the environment variable
+/// `name` when they build the firmware (its profile, the compilers, their
+/// flags).
+fn read_by_the_build(name: &str) -> bool {
+    let prefixes = ["CARGO_PROFILE_", "CARGO_BUILD_", "CARGO_TARGET_", "RUSTC", "RUSTFLAGS", "CC", "CXX", "CFLAGS"];
+    let more = ["CXXFLAGS", "AR", "TARGET_", "HOST_", "CRATE_CC_"];
+    prefixes.iter().chain(&more).any(|p| name.starts_with(p))
+}
+
+/// The files under `dir`, sorted; with `nested`, those in its folders too,
+/// but not in a folder named `target` (cargo's).
+fn files_under(dir: &Path, nested: bool) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                if nested && path.file_name().is_some_and(|n| n != "target") {
+                    pending.push(path);
+                }
+            } else {
+                files.push(path);
+            }
         }
     }
-
-    let mut command = cargo();
-    command
-        .args([subcommand, "--release", "--package", "hilmem-firmware", "--target", &board.target])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&cargo_dir)
-        .args(variant.cargo_args(board))
-        .env("HILMEM_BUILD_CONFIG", &config_dir)
-        .env("HILMEM_TFLM_CACHE", ws.tflm_cache())
-        .env("HILMEM_LINK_MAP", cargo_dir.join(LINK_MAP))
-        .env("HILMEM_TFLM_KERNELS", kernels.name())
-        .env_remove("HILMEM_TFLM_ARCH")
-        .env_remove(TFLM_DIR_VAR)
-        .env("CARGO_ENCODED_RUSTFLAGS", rustflags(ws));
-    if let Some(dir) = runtime.dir() {
-        command.env(TFLM_DIR_VAR, dir);
-    }
-    if let Some(arch) = &board.tflm_arch {
-        command.env("HILMEM_TFLM_ARCH", arch);
-    }
-    command.args(args);
-    run_cargo(command, progress).map_err(io("cannot run cargo"))?.map_err(cargo_failed)?;
-    Ok((cargo_dir, model_bytes, lock))
+    files.sort();
+    Ok(files)
 }
 
 /// The linker's map of the image a target directory last linked.

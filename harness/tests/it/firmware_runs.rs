@@ -4,8 +4,11 @@
 
 use harness::config::board::Layout;
 use harness::config::board::DEFAULT_BOARD;
+use harness::config::models::Model;
+use harness::config::runtime::Runtime;
 use harness::device::runner::{self, Ending, Next, Run, RunOptions};
 use harness::device::session::Session;
+use harness::image::firmware::{self, Variant};
 use harness::run;
 use harness::run::measurement::Measurement;
 use harness::tflm::tree::Generation;
@@ -45,6 +48,33 @@ fn stack_budget(board: &harness::config::board::Board) -> i64 {
 
 fn class_of(run: &Run, input: &str) -> u32 {
     run.session.outputs.iter().find(|o| o.input == input).unwrap_or_else(|| panic!("no output for {input}")).class
+}
+
+/// An image made from the same inputs as one before is that image, without
+/// cargo (which prints at least its `Finished` line when it runs): after
+/// hello_world with a larger arena was built in the same target directory,
+/// hello_world as before takes the first image, byte for byte.
+#[test]
+fn an_image_is_not_built_again_from_the_same_inputs() {
+    let board = default_board();
+    let model = model("hello_world");
+    let runtime = Runtime::bundled();
+    let build = |model: &Model| {
+        let mut cargo_said = Vec::new();
+        let firmware = firmware::build(&ws(), &board, model, &runtime, Variant::Standard, &mut |line| {
+            cargo_said.push(line.to_owned())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        (firmware.elf, cargo_said)
+    };
+    let (first, _) = build(&model);
+    let arena = model.arena_bytes(&board, runtime.generation()).unwrap();
+    let (larger, _) = build(&model.with_arena(arena + 1024, None));
+    assert_ne!(larger, first, "another arena is another image");
+    let (again, cargo_said) = build(&model);
+    assert_eq!(again, first);
+    assert!(cargo_said.is_empty(), "cargo ran: {cargo_said:?}");
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&first).unwrap());
 }
 
 #[test]
