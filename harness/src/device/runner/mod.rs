@@ -545,16 +545,22 @@ mod tests {
         }
     }
 
-    /// Three busy loops on one processor each wait for it about two thirds
-    /// of the time; a sleeping process waits for none.
+    /// Over a second, each of three busy loops on one processor waits for it
+    /// about two thirds of the time; a sleeping process waits for none.
     #[test]
     fn the_time_a_process_waited_for_a_processor_is_read() {
+        let mut sleeping = Command::new("sleep").arg("30").spawn().unwrap();
+        let state = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        while !state(sleeping.id()).rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S')) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let busy = Busy::on_one_processor(3);
-        let mut sleeping = Command::new("sleep").arg("5").spawn().unwrap();
+        let before = (waited_for_a_processor(busy.0[0].id()), waited_for_a_processor(sleeping.id()));
         std::thread::sleep(Duration::from_secs(1));
-        let waited = waited_for_a_processor(busy.0[0].id());
-        assert!(waited >= Duration::from_millis(300), "{waited:?}");
-        assert!(waited_for_a_processor(sleeping.id()) < Duration::from_millis(100));
+        let busy_waited = waited_for_a_processor(busy.0[0].id()) - before.0;
+        let sleeping_waited = waited_for_a_processor(sleeping.id()) - before.1;
+        assert!(busy_waited >= Duration::from_millis(300), "{busy_waited:?}");
+        assert!(sleeping_waited < Duration::from_millis(50), "{sleeping_waited:?}");
         assert_eq!(waited_for_a_processor(u32::MAX), Duration::ZERO, "no such process");
         let _ = sleeping.kill();
         let _ = sleeping.wait();
