@@ -1,5 +1,5 @@
 //! What hilmem costs. In time: a full emulated run (every QEMU board, every
-//! model, single-frame, side by side) against running the same images
+//! model, single-frame, boards in parallel) against running the same images
 //! with bare `qemu-system-arm`, one after another, fed the same command; and
 //! the analyzer's parse and plan of a model, and `analyze --tflm` whole
 //! process with the tree read and with its facts kept; and QEMU with
@@ -114,7 +114,7 @@ pub fn run(
         runtime: runtime.identity,
         boards: boards.iter().map(|b| b.name.clone()).collect(),
         images: boards.len() * models.len(),
-        jobs: options.jobs.clamp(1, boards.len() * models.len()),
+        jobs: options.jobs.clamp(1, boards.len()),
         hil: hil_time,
         bare,
     })

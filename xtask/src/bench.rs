@@ -10,7 +10,7 @@ use harness::exit;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Images the harness measures at once [default: the number of cores].
+    /// Boards the harness runs at once [default: the number of cores].
     #[arg(long)]
     jobs: Option<usize>,
     /// Only the analyzer: parse and plan person_detection and synthetic

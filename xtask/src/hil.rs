@@ -46,8 +46,7 @@ pub struct Args {
     /// Debug probe for real boards, VID:PID[:SERIAL] (overrides the profile).
     #[arg(long)]
     probe: Option<String>,
-    /// Boards and models measured at once, a real board one model at a time
-    /// [default: the number of cores].
+    /// Boards measured at once [default: the number of cores].
     #[arg(long)]
     jobs: Option<usize>,
     /// Directory for the results, reports and pending baselines [default: target/hilmem].

@@ -1,7 +1,6 @@
-//! The run behind `hil`: for each board and model (as many at once as there
-//! are jobs; a real board one model at a time), build the firmware, run
-//! each scenario from a fresh boot, and collect the measurement records
-//! ([`results::Results`]). Uses [`crate::device`], [`crate::image`],
+//! The run behind `hil`: for each board (boards in parallel) and model, build
+//! the firmware, run each scenario from a fresh boot, and collect the
+//! measurement records ([`results::Results`]). Uses [`crate::device`], [`crate::image`],
 //! [`crate::config`] and [`crate::model`]; the verdict and the reports read
 //! what it produces.
 
@@ -74,8 +73,7 @@ pub struct Options {
     /// Build (or check with cargo that the build is current) before running;
     /// when false, run the images of the last build.
     pub build: bool,
-    /// Boards and models measured at once (a real board measures one
-    /// model at a time).
+    /// Boards run at once.
     pub jobs: usize,
     pub run: RunOptions,
     pub variant: Variant,
@@ -247,8 +245,7 @@ pub fn resolve_boards(ws: &Workspace, names: &[String]) -> Result<Vec<Board>, Bo
     Ok(boards)
 }
 
-/// Runs every selected model's scenarios on every board, boards and models
-/// side by side.
+/// Runs every selected model's scenarios on every board, boards in parallel.
 pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync)) -> Result<Results, ConfigError> {
     let boards = &options.boards;
     let file = &options.models_file;
@@ -287,30 +284,19 @@ pub fn run(ws: &Workspace, options: &Options, progress: &(dyn Fn(Event) + Sync))
     let (images, runs) = planned.fold((0, 0), |(images, runs), selected| (images + 1, runs + selected.len()));
     progress(Event::Planned { images, runs });
     let setup = Setup { ws, runtime: &runtime, rustc: &rustc, options, progress };
-    // Every board and model is a job: the boards side by side, and on an
-    // emulated board one model's runs beside the next one's build (the
-    // board's target directory builds one image at a time, and an emulated
-    // board runs as many images at once as are given it). A real board
-    // measures one model at a time.
-    let queue: VecDeque<(&Board, usize)> =
-        (0..models.len()).flat_map(|model| boards.iter().map(move |board| (board, model))).collect();
-    let jobs = queue.len();
-    let queue = Mutex::new(queue);
-    let real: Vec<(&str, Mutex<()>)> =
-        boards.iter().filter(|b| !b.is_emulated()).map(|b| (b.name.as_str(), Mutex::new(()))).collect();
+    let queue = Mutex::new(boards.iter().collect::<VecDeque<_>>());
     let outcomes = Mutex::new(Vec::new());
     let images = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.clamp(1, jobs.max(1)) {
+        for _ in 0..options.jobs.clamp(1, boards.len().max(1)) {
             scope.spawn(|| loop {
-                let Some((board, index)) = queue.lock().unwrap().pop_front() else { break };
-                let (model, file) = (&models[index], &files[index]);
-                let held = real.iter().find(|(name, _)| *name == board.name);
-                let _one_at_a_time = held.map(|(_, lock)| lock.lock().unwrap_or_else(|e| e.into_inner()));
-                let (image, runs) = measure(&setup, board, model, file);
-                images.lock().unwrap().extend(image);
-                for (scenario, outcome) in runs {
-                    outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
+                let Some(board) = queue.lock().unwrap().pop_front() else { break };
+                for (model, file) in models.iter().zip(&files) {
+                    let (image, runs) = measure(&setup, board, model, file);
+                    images.lock().unwrap().extend(image);
+                    for (scenario, outcome) in runs {
+                        outcomes.lock().unwrap().push((board.name.clone(), model.name.clone(), scenario, outcome));
+                    }
                 }
             });
         }
