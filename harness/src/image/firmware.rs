@@ -396,11 +396,7 @@ pub fn build(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Firmware, BuildError> {
     let name = &model.spec.name;
-    let io = |what: &str| {
-        let what = what.to_owned();
-        let board = board.name.clone();
-        move |source| BuildError::Io { board, what, source }
-    };
+    let io = |what: &str| io_error(board, what);
     let built = configured(ws, board, model, runtime, variant)?;
     // The image under its model's name (what `--no-build` and `--dry-run`
     // take: the last one built), and under its content, which is what this
@@ -483,11 +479,7 @@ fn configured<'a>(
 ) -> Result<Configured<'a>, BuildError> {
     let name = &model.spec.name;
     let board_dir = ws.firmware_dir(&board.name);
-    let io = |what: &str| {
-        let what = what.to_owned();
-        let board = board.name.clone();
-        move |source| BuildError::Io { board, what, source }
-    };
+    let io = |what: &str| io_error(board, what);
 
     // One build at a time per target directory: it holds one model's image
     // at a time between the build and the copy below. The directory is per
@@ -520,11 +512,7 @@ impl Configured<'_> {
     /// the firmware, reporting cargo's output lines through `progress`.
     fn cargo(&self, subcommand: &str, args: &[&str], progress: &mut dyn FnMut(&str)) -> Result<(), BuildError> {
         let Configured { ws, board, model, runtime, .. } = *self;
-        let io = |what: &str| {
-            let what = what.to_owned();
-            let board = board.name.clone();
-            move |source| BuildError::Io { board, what, source }
-        };
+        let io = |what: &str| io_error(board, what);
         // `cargo build` skips the TFLM source archive (a dependency for no
         // target); `cargo fetch` unpacks it, once per process.
         let manifest = ws.firmware_manifest();
@@ -600,13 +588,32 @@ impl Configured<'_> {
     }
 }
 
+/// An I/O failure of a build for `board`, saying what it was doing.
+fn io_error(board: &Board, what: &str) -> impl FnOnce(io::Error) -> BuildError {
+    let (board, what) = (board.name.clone(), what.to_owned());
+    move |source| BuildError::Io { board, what, source }
+}
+
 /// Whether cargo, rustc or the cc crate read the environment variable
 /// `name` when they build the firmware (its profile, the compilers, their
 /// flags).
 fn read_by_the_build(name: &str) -> bool {
-    let prefixes = ["CARGO_PROFILE_", "CARGO_BUILD_", "CARGO_TARGET_", "RUSTC", "RUSTFLAGS", "CC", "CXX", "CFLAGS"];
-    let more = ["CXXFLAGS", "AR", "TARGET_", "HOST_", "CRATE_CC_"];
-    prefixes.iter().chain(&more).any(|p| name.starts_with(p))
+    const READ: [&str; 13] = [
+        "CARGO_PROFILE_",
+        "CARGO_BUILD_",
+        "CARGO_TARGET_",
+        "RUSTC",
+        "RUSTFLAGS",
+        "CC",
+        "CXX",
+        "CFLAGS",
+        "CXXFLAGS",
+        "AR",
+        "TARGET_",
+        "HOST_",
+        "CRATE_CC_",
+    ];
+    READ.iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// The files under `dir`, sorted; with `nested`, those in its folders too,
