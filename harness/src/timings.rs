@@ -76,6 +76,15 @@ pub fn tests_in_junit(xml: &str) -> Vec<Event> {
         .collect()
 }
 
+/// How many test runs a nextest JUnit report says failed: its `failure`
+/// and `error` elements, one per failed run of a test, in every iteration
+/// of a stress run. (A flaky test's failed tries before a pass are
+/// `flakyFailure` elements: not failures. Text in the report is escaped, so
+/// no output a test printed reads as an element.)
+pub fn failed_in_junit(xml: &str) -> usize {
+    xml.matches("<failure").count() + xml.matches("<error").count()
+}
+
 /// One step of a CI run and what its processes noted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -156,6 +165,30 @@ mod tests {
         let named: Vec<(&str, f64)> = tests.iter().map(|t| (t.name.as_str(), t.seconds)).collect();
         assert_eq!(named, [("harness::it a::b", 1.5), ("harness::it c<d>", 0.25)]);
         assert!(tests.iter().all(|t| t.kind == TEST));
+    }
+
+    /// nextest's report of a stress run whose first iteration failed and
+    /// second passed (nextest 0.9.143 exits 0 for it), and its kinds of
+    /// failed runs.
+    #[test]
+    fn failed_runs_are_counted_in_every_iteration_of_the_report() {
+        let report = |cases: &str| format!("<testsuites>{cases}</testsuites>");
+        let suite = |n: u32, body: &str| {
+            format!(
+                "<testsuite name=\"harness::it@stress-{n}\"><testcase name=\"a\" classname=\"harness::it\" \
+                 time=\"1.0\">{body}</testcase></testsuite>"
+            )
+        };
+        let failed = "<failure message=\"panicked\" type=\"test failure\">&lt;failure&gt;</failure>";
+        let errored = "<error message=\"timed out\" type=\"test timeout\"/>";
+        let flaky = "<flakyFailure message=\"panicked\" type=\"test failure\"/>";
+        assert_eq!(failed_in_junit(&report(&(suite(0, failed) + &suite(1, "")))), 1);
+        assert_eq!(failed_in_junit(&report(&(suite(0, failed) + &suite(1, errored)))), 2);
+        assert_eq!(
+            failed_in_junit(&report(&(suite(0, flaky) + &suite(1, "<system-out>&lt;error&gt;</system-out>")))),
+            0
+        );
+        assert_eq!(failed_in_junit(&report("")), 0);
     }
 
     #[test]
