@@ -216,7 +216,8 @@ fn a_noisy_link_never_yields_a_wrong_figure_and_retries_finish_the_run() {
     let mut options = hello_world_in(SINGLE_FRAME);
     let single_frame = |results: Results| results.records.into_iter().find(|r| r.scenario == SINGLE_FRAME);
     let clean = single_frame(run::run(&ws(), &options, &|_| {}).unwrap()).expect("the clean run's record");
-    options.build = false;
+    // Every run below builds: it takes the image made above without cargo,
+    // and runs it, never the last one another test built under the name.
     options.timeout = Some(Duration::from_secs(10));
     for seed in 1..=8 {
         options.run.noise = Some(Noise { per_million: 10_000, seed });
