@@ -92,9 +92,13 @@ pub fn run(args: Args) -> Result<i32> {
             .context("cannot run cargo nextest for the stress run")?;
         note_tests(&ws.root().join("target"), "stress", started);
         // nextest exits 0 when an iteration failed and a later one passed;
-        // its report counts the failed runs of every iteration.
-        let failed = failed_runs(&ws.root().join("target"), "stress", started)?;
-        if failed > 0 && status.success() {
+        // its report counts the failed runs of every iteration. (One that
+        // failed, before its tests too, says so itself.)
+        let failed = match status.success() {
+            true => failed_runs(&ws.root().join("target"), "stress", started)?,
+            false => 0,
+        };
+        if failed > 0 {
             eprintln!("== tests: {failed} failed test run(s) in an earlier iteration (nextest's report, above)");
         }
         return Ok(stress_status(status.success(), failed));
