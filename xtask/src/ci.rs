@@ -1,5 +1,6 @@
 //! `cargo xtask ci`: exactly what CI runs, in order: formatting, lints, the
-//! workflow files, the test suite, the book (`docs`), every emulated board against the
+//! workflow files, the README's first command (twice: cold, then warm), the
+//! test suite, the book (`docs`), every emulated board against the
 //! approved baselines (a pull request against its merge base), with the
 //! reports in target/hilmem/, and the real boards built and checked without
 //! running (`hil --build-only`), with theirs in target/hilmem/build-only/. Each step is the command a developer would
@@ -107,6 +108,11 @@ pub fn run(args: Args) -> Result<i32> {
             ),
         ),
         ("workflow files (actionlint)", actionlint.as_os_str(), vec![]),
+        // The README's first command as a user runs it, then again: in a
+        // fresh checkout the first is its cold cost (the tools installed),
+        // the second its warm one. The steps after reuse what it built.
+        ("the README's first command, `cargo xtask hil`", xtask.as_os_str(), strings(&["hil"])),
+        ("the README's first command again, everything built", xtask.as_os_str(), strings(&["hil"])),
         ("tests", xtask.as_os_str(), [strings(&["test"]), test_tflm.clone()].concat()),
         (
             "the run-to-record path under load",
