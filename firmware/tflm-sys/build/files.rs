@@ -8,15 +8,6 @@ pub(crate) fn read(file: &Path) -> Result<Vec<u8>, Failure> {
     fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
 }
 
-/// Writes `bytes` as `file`, whole or not at all: under a name of this
-/// process's, then renamed, so that builds writing the same file side by
-/// side each leave a whole one.
-pub(crate) fn write(file: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let partial = file.with_extension(format!("partial-{}", std::process::id()));
-    fs::write(&partial, bytes).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
-    rename(&partial, file)
-}
-
 pub(crate) fn create_dir(dir: &Path) -> Result<(), Failure> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }

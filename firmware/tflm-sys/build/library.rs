@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use tflm_tree::{file_stamp, Generation, Kernels, Tree};
 
-use crate::files::{create_dir, locked, rename, write};
+use crate::files::{locked, rename};
 use crate::{tool, var, Failure};
 
 /// The directory in `cache` of the objects compiled from `tree`.
@@ -31,7 +31,6 @@ pub(crate) fn toolchain_key(tree: &Tree, compiler: &cc::Tool) -> Result<u64, Fai
     var("TARGET", "cargo sets it")?.hash(&mut key);
     var("OPT_LEVEL", "cargo sets it")?.hash(&mut key);
     (tree.generation, &tree.api, &tree.flags, tree.kernels_set, &tree.cpu).hash(&mut key);
-    prefix(tree).hash(&mut key);
     compiler.path().hash(&mut key);
     compiler.args().hash(&mut key);
     for header in tree.headers().map_err(|why| format!("{}: {why}", tree.root.display()))? {
@@ -112,12 +111,13 @@ pub(crate) fn compile_tflm(
     let scratch = objects_dir.join(format!("partial-{}", std::process::id()));
     let mut compiled = 0;
     for (how, jobs) in missing {
+        let build = library_build(tree, includes, how)?;
         let jobs = match reference {
-            Some(reference) => reference.share(tree, includes, how, jobs)?,
+            Some(reference) => reference.share(&build, how, jobs)?,
             None => jobs,
         };
         if !jobs.is_empty() {
-            compile_library(tree, includes, how, "its library", &jobs, &scratch)?;
+            compile_to(tree, "its library", build, &jobs, &scratch)?;
             compiled += jobs.len();
         }
     }
@@ -181,14 +181,9 @@ impl Reference {
     /// the same way, with the same compiler and flags, and the preprocessor
     /// makes the same text of it with each library's defines and include
     /// directories.
-    fn share(&self, tree: &Tree, includes: &[PathBuf], how: How, jobs: Vec<Job>) -> Result<Vec<Job>, Failure> {
-        // Both texts with the prefix at one path: where it is is in the
-        // text, not in the object.
-        let prefix = self.dir.join(PREFIX_FILE);
-        write_prefix(&self.tree, &prefix)?;
-        let ours = library_build(tree, includes, how, &prefix)?;
-        let theirs = library_build(&self.tree, &self.includes, how, &prefix)?;
-        if compiled_args(&ours) != compiled_args(&theirs) {
+    fn share(&self, build: &cc::Build, how: How, jobs: Vec<Job>) -> Result<Vec<Job>, Failure> {
+        let theirs = library_build(&self.tree, &self.includes, how)?;
+        if compiled_args(build) != compiled_args(&theirs) {
             return Ok(jobs);
         }
         let in_library = |s: &PathBuf| {
@@ -196,7 +191,7 @@ impl Reference {
         };
         let text = |build: &cc::Build, source: &PathBuf| build.clone().file(source).try_expand().ok();
         let same = |(source, _): &Job| {
-            in_library(source) && text(&ours, source).is_some_and(|text_ours| text(&theirs, source) == Some(text_ours))
+            in_library(source) && text(build, source).is_some_and(|ours| text(&theirs, source) == Some(ours))
         };
         // A preprocessing is a few percent of a compile; side by side.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -217,7 +212,7 @@ impl Reference {
                 shared.iter().map(|((s, _), _)| (s.clone(), theirs_of(s))).filter(|(_, o)| !o.exists()).collect();
             if !missing.is_empty() {
                 let scratch = self.dir.join(format!("partial-{}", std::process::id()));
-                compile_library(&self.tree, &self.includes, how, "its reference library", &missing, &scratch)?;
+                compile_to(&self.tree, "its reference library", theirs, &missing, &scratch)?;
             }
             for ((source, object), _) in &shared {
                 fs::hard_link(theirs_of(source), object)
@@ -262,103 +257,16 @@ pub(crate) fn build_for(tree: &Tree, includes: &[PathBuf], cpp: bool, opt: Optio
 }
 
 /// A build of the tree's library sources compiled `how` ([`compiled_as`]):
-/// [`build_for`], and C++ with the file `prefix` ([`write_prefix`])
-/// included first.
-pub(crate) fn library_build(tree: &Tree, includes: &[PathBuf], how: How, prefix: &Path) -> Result<cc::Build, Failure> {
+/// [`build_for`], and C++ with `<limits>` included first (the trees of
+/// 2021-04 to 2021-05 use std::numeric_limits in micro_utils.h without
+/// including it, which the GCC of their time gave through <algorithm> and
+/// today's does not; a standard header included first changes no code).
+pub(crate) fn library_build(tree: &Tree, includes: &[PathBuf], how: How) -> Result<cc::Build, Failure> {
     let mut build = build_for(tree, includes, how.0, how.1)?;
     if how.0 {
-        build.flag("-include").flag(prefix.display().to_string());
+        build.flag("-include").flag("limits");
     }
     Ok(build)
-}
-
-/// The file name of [`prefix`] where a build includes it.
-const PREFIX_FILE: &str = "tflm_prefix.h";
-
-/// What every C++ source of a tree's library is compiled with first:
-/// `<limits>` (the trees of 2021-04 to 2021-05 use std::numeric_limits in
-/// micro_utils.h without including it, which the GCC of their time gave
-/// through <algorithm> and today's does not), and TFLM's flatbuffer schema
-/// where the tree has it where every generation keeps it. Nearly every
-/// source includes the schema, and parsing it is most of a compile (2.1 of
-/// 3.4 CPU-seconds on `micro_allocator.cc` for the M7), so a compile of
-/// several sources precompiles this prefix once ([`compile_library`]). The
-/// schema first changes an object only in the order the compiler emits the
-/// functions it instantiates from headers; the code is the same.
-pub(crate) fn prefix(tree: &Tree) -> String {
-    let schema = "tensorflow/lite/schema/schema_generated.h";
-    let mut text = String::from("#include <limits>\n");
-    if tree.root.join(schema).is_file() {
-        text.push_str(&format!("#include \"{schema}\"\n"));
-    }
-    text
-}
-
-/// Writes `tree`'s [`prefix`] as `file`, whole or not at all.
-fn write_prefix(tree: &Tree, file: &Path) -> Result<(), Failure> {
-    if let Some(dir) = file.parent() {
-        create_dir(dir)?;
-    }
-    write(file, prefix(tree).as_bytes())
-}
-
-/// From how many sources a compile precompiles the [`prefix`] first:
-/// precompiling it costs about three compiles of a source, and each
-/// source compiled over it then takes a fraction of its time.
-const PRECOMPILED_FROM: usize = 4;
-
-/// Compiles `jobs` of `tree`'s library, as `how` ([`compiled_as`]), as
-/// part of `what` ([`compile_to`]), with the tree's [`prefix`] in
-/// `scratch`, precompiled there for as many jobs as make it pay (GCC makes
-/// the same object from the precompiled form as from the text). The
-/// precompiled form takes hundreds of megabytes: it goes with the scratch
-/// folder.
-fn compile_library(
-    tree: &Tree,
-    includes: &[PathBuf],
-    how: How,
-    what: &str,
-    jobs: &[Job],
-    scratch: &Path,
-) -> Result<(), Failure> {
-    let prefix = scratch.join(PREFIX_FILE);
-    let compiled = (|| {
-        write_prefix(tree, &prefix)?;
-        if how.0 && jobs.len() >= PRECOMPILED_FROM {
-            precompile(tree, &build_for(tree, includes, true, how.1)?, &prefix, "TFLM's schema, included first")?;
-        }
-        compile_to(tree, what, library_build(tree, includes, how, &prefix)?, jobs, scratch)
-    })();
-    // The precompiled prefix goes with the scratch folder, whatever happened.
-    let _ = fs::remove_dir_all(scratch);
-    compiled
-}
-
-/// Precompiles `header` with `build`'s compiler and flags beside it, as
-/// GCC looks for it where a compile includes `header` first with the same
-/// flags: under a name of this process's, then renamed, so that builds
-/// making the same one side by side each leave a whole one.
-pub(crate) fn precompile(tree: &Tree, build: &cc::Build, header: &Path, what: &str) -> Result<(), Failure> {
-    let precompiled = PathBuf::from(format!("{}.gch", header.display()));
-    let partial = precompiled.with_extension(format!("partial-{}", std::process::id()));
-    let compiler = tool(tree, build.try_get_compiler())?;
-    let output = compiler
-        .to_command()
-        .args(["-x", "c++-header"])
-        .arg(header)
-        .arg("-o")
-        .arg(&partial)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", compiler.path().display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{}: precompiling {what} ({}) failed:\n{}",
-            tree.root.display(),
-            header.display(),
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        ));
-    }
-    rename(&partial, &precompiled)
 }
 
 /// Compiles each source of `jobs` to its object, as part of `what` of

@@ -23,9 +23,7 @@
 //! firmware build that uses the same toolchain; a build compiles only the
 //! objects no earlier build left there, and archives its own `libtflm.a`.
 //! A CMSIS-NN build links from the reference library of its core the objects
-//! of the sources that preprocess to the same text in both. Every C++ source
-//! of the library is compiled with TFLM's flatbuffer schema included first,
-//! precompiled once per compile of several sources (`library::prefix`).
+//! of the sources that preprocess to the same text in both.
 //! The shim is cached the same way, keyed also by the model's resolver; the
 //! TFLM headers it includes first are precompiled once per flag set (a
 //! shim is compiled per model resolver, and those headers were most of its

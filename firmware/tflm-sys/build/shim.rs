@@ -2,13 +2,14 @@
 //! precompiled once per flag set.
 
 use std::collections::hash_map::DefaultHasher;
+use std::fs;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use tflm_tree::Tree;
 
-use crate::files::{create_dir, read, write};
-use crate::library::{build_for, compile_to, precompile};
+use crate::files::{create_dir, read, rename};
+use crate::library::{build_for, compile_to};
 use crate::{config_dir, tool, Failure};
 
 /// The shim compiled against `tree` with the model's resolver (`ops`), for
@@ -66,10 +67,31 @@ pub(crate) fn precompiled_header(tree: &Tree, shim: &mut cc::Build, objects_dir:
     let dir = objects_dir.join(format!("pch-{:016x}", key.finish()));
     shim.flag(format!("-ffile-prefix-map={}=tflm-sys/shim", dir.display()));
     let header = dir.join("shim_tflm.h");
-    if !PathBuf::from(format!("{}.gch", header.display())).exists() {
+    let precompiled = dir.join("shim_tflm.h.gch");
+    if !precompiled.exists() {
         create_dir(&dir)?;
-        write(&header, &text)?;
-        precompile(tree, shim, &header, "the shim's TFLM headers")?;
+        // Made under names of this process's, then renamed: builds that
+        // make the same header side by side each leave a whole one.
+        let partial = |path: &Path| path.with_extension(format!("partial-{}", std::process::id()));
+        fs::write(partial(&header), &text).map_err(|e| format!("cannot write {}: {e}", header.display()))?;
+        rename(&partial(&header), &header)?;
+        let compiler = tool(tree, shim.try_get_compiler())?;
+        let output = compiler
+            .to_command()
+            .args(["-x", "c++-header"])
+            .arg(&header)
+            .arg("-o")
+            .arg(partial(&precompiled))
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", compiler.path().display()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "{}: precompiling the shim's TFLM headers ({SHIM_HEADER}) failed:\n{}",
+                tree.root.display(),
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            ));
+        }
+        rename(&partial(&precompiled), &precompiled)?;
     }
     Ok(header)
 }
