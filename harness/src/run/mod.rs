@@ -374,7 +374,7 @@ fn broken_down(spec: &ModelSpec, scenario: &str) -> bool {
 
 /// Builds (or finds) the model's image and runs each scenario on it. On a
 /// current TFLM the single frame (or a set's models in separate arenas)
-/// also runs an image over TFLM's recording allocator, built beside the
+/// also runs an image over TFLM's recording allocator, built after the
 /// first, for TFLM's own breakdown of the arena.
 fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, ModelsError>) -> Measured {
     let Setup { runtime, rustc, options, progress, .. } = *setup;
@@ -394,12 +394,10 @@ fn measure(setup: &Setup, board: &Board, spec: &ModelSpec, file: &Result<Model, 
         };
         let built = sized.and_then(|model| {
             let recorded = model.with_room(RECORDING_ROOM);
-            let image = std::thread::scope(|s| {
-                let other = breakdown.then(|| s.spawn(|| image(setup, board, &recorded, Variant::Recording)));
-                let image = image(setup, board, &model, options.variant);
-                recording = other.map(|h| h.join().expect("the recording image's build panicked"));
-                image
-            })?;
+            // One after the other: both take the same target directory.
+            let standard = image(setup, board, &model, options.variant);
+            recording = breakdown.then(|| image(setup, board, &recorded, Variant::Recording));
+            let image = standard?;
             let info = Image::of(board, &model, runtime, rustc).map_err(BuildError::from)?;
             Ok((model, image, info))
         });
